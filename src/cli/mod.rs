@@ -1,0 +1,88 @@
+//! Command-line interface: the clap definitions and one file per subcommand.
+//!
+//! This room owns orchestration only: it parses flags, loads files, calls the library and prints.
+//! No maths lives here. Errors are `anyhow` with context; an error caused by what the user gave
+//! (a flag, a config value, a data file) is wrapped in [`BadInput`] so `main` exits with code 2.
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+pub mod account;
+pub mod bench;
+pub mod data;
+
+/// An error caused by the user's input (flag, config key, data file): exit code 2.
+///
+/// The message is printed as is, so it should name the flag, file or key at fault.
+#[derive(Debug, thiserror::Error)]
+#[error("{0:#}")]
+pub struct BadInput(pub anyhow::Error);
+
+/// Wrap any error as bad input (exit code 2).
+pub fn bad_input(err: impl Into<anyhow::Error>) -> anyhow::Error {
+    anyhow::Error::new(BadInput(err.into()))
+}
+
+/// Build a bad-input error from a message.
+#[macro_export]
+macro_rules! bad_input {
+    ($($arg:tt)*) => {
+        $crate::cli::bad_input(anyhow::anyhow!($($arg)*))
+    };
+}
+
+/// The exit code for an error: 2 when any error in the chain is [`BadInput`], 1 otherwise.
+pub fn exit_code_for(err: &anyhow::Error) -> u8 {
+    if err.chain().any(|e| e.is::<BadInput>()) {
+        2
+    } else {
+        1
+    }
+}
+
+/// dpx: differentially private training experiments, accounting and benchmarks.
+#[derive(Debug, Parser)]
+#[command(name = "dpx", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Privacy accounting: the noise multiplier for a target epsilon, or epsilon for a plan.
+    Account(account::AccountArgs),
+    /// Step throughput of the reference workloads (non-private and DP-SGD).
+    Bench(bench::BenchArgs),
+    /// Dataset management: fetch the standard datasets into the data directory.
+    Data(data::DataArgs),
+}
+
+/// Parse `std::env::args_os()` and run. Clap prints help/version and usage errors itself
+/// (usage errors exit with code 2).
+pub fn run_from_env() -> anyhow::Result<ExitCode> {
+    run(std::env::args_os())
+}
+
+/// Parse the given arguments and run the subcommand.
+pub fn run<I, T>(args: I) -> anyhow::Result<ExitCode>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            // clap formats help, version and usage errors; usage errors exit 2.
+            let _ = e.print();
+            return Ok(ExitCode::from(e.exit_code() as u8));
+        }
+    };
+    match cli.command {
+        Command::Account(args) => account::run(args),
+        Command::Bench(args) => bench::run(args),
+        Command::Data(args) => data::run(args),
+    }
+}

@@ -1,0 +1,16 @@
+//! dpx: a command-line experiment runner for differentially private (DP) machine learning.
+//!
+//! The crate is a library plus a thin binary. Rooms (see `ARCHITECTURE.md`):
+//!
+//! - [`cli`]: one file per subcommand; orchestration only, no maths.
+//! - [`privacy`]: DP events, accountants, calibration, mechanisms. Never imports `model` or `train`.
+//! - [`data`]: datasets in their real file formats, synthetic generators, preprocessing.
+//! - [`model`]: layers, losses, forward and per-sample backward. Knows nothing of DP.
+//! - [`grad`]: the three questions a clipping policy may ask of per-sample gradients; the
+//!   interface between `model` (which answers) and `privacy` (which asks).
+
+pub mod cli;
+pub mod data;
+pub mod grad;
+pub mod model;
+pub mod privacy;

@@ -1,0 +1,10 @@
+//! The privacy room: what is released, how it is accounted, and how noise is formed.
+//!
+//! - [`event`]: [`event::DpEvent`], the only thing accountants ever see, and the ledger that
+//!   records the events of a run.
+//! - [`accountant`]: the [`accountant::Accountant`] trait and its implementations.
+//!
+//! Walls: this room never imports `model` or `train`. Maths here is `f64`.
+
+pub mod accountant;
+pub mod event;
