@@ -8,3 +8,4 @@
 
 pub mod accountant;
 pub mod event;
+pub mod special;
