@@ -13,4 +13,6 @@ pub mod cli;
 pub mod data;
 pub mod grad;
 pub mod model;
+pub mod optim;
 pub mod privacy;
+pub mod report;
