@@ -1,0 +1,244 @@
+//! The config room: experiment files (TOML) in, a validated [`ExperimentSpec`] out.
+//!
+//! Two stages, as in ripgrep's low/high args and linfa's checked params:
+//! 1. [`raw`]: a serde mirror of the file. Syntax and type errors carry `file:line:column`;
+//!    unknown keys are errors naming the dotted key and suggesting the nearest valid one.
+//! 2. [`spec::validate`]: the only place values are range-checked and defaults filled in.
+//!
+//! [`load_with_overrides`] applies dotted-key overrides (`privacy.epsilon = 4`) between the two,
+//! for `dpx sweep`. [`ExperimentSpec::to_resolved_toml`] writes the spec back with every default
+//! explicit. This room reads one file and never touches data, models or accountants; its errors
+//! are [`ConfigError`] (the CLI wraps them as bad input, exit code 2).
+//!
+//! ```
+//! let text = r#"
+//! [experiment]
+//! name = "demo"
+//! [data]
+//! dataset = "gaussian_mixture"
+//! [model]
+//! architecture = "logistic"
+//! [train]
+//! epochs = 5
+//! expected_batch_size = 256
+//! learning_rate = 0.5
+//! [clip]
+//! clip_norm = 1.0
+//! [privacy]
+//! epsilon = 3.0
+//! delta = 1e-5
+//! "#;
+//! let spec = dpx::config::load_str(text, "demo.toml".as_ref()).unwrap();
+//! assert_eq!(spec.seeds, vec![0]);
+//! assert_eq!(spec.output.dir, std::path::Path::new("results/demo"));
+//! ```
+
+use std::path::Path;
+
+pub mod error;
+pub mod kinds;
+pub mod raw;
+mod resolved;
+pub mod spec;
+pub mod suggest;
+
+pub use error::{ConfigError, Location, Suggestion};
+pub use kinds::{
+    Activation, Architecture, ClipPolicyKind, DatasetName, LayerKind, LrScheduleKind,
+    NoiseScheduleKind, OptimizerKind, SamplerKind, Standardize,
+};
+pub use raw::RawConfig;
+pub use spec::{
+    Budget, ClipSpec, DataSource, DataSpec, Every, ExperimentSpec, LayerSpec, LrSchedule,
+    ModelArchitecture, ModelSpec, NoiseSchedule, OptimizerSpec, OutputSpec, PrivacySpec, Sampler,
+    SyntheticSpec, TestSet, Threads, TrainLength, TrainSpec, validate,
+};
+
+/// Read, parse and validate an experiment file.
+pub fn load(path: &Path) -> Result<ExperimentSpec, ConfigError> {
+    load_with_overrides(path, &[])
+}
+
+/// Read an experiment file, apply dotted-key overrides (in order; later ones win), validate.
+///
+/// Each override is `(key, value)` with `key` a dotted path such as `"privacy.epsilon"`; missing
+/// intermediate tables are created. An override naming a key the schema does not have is an
+/// [`ConfigError::UnknownKey`] at an override location, with a suggestion.
+pub fn load_with_overrides(
+    path: &Path,
+    overrides: &[(String, toml::Value)],
+) -> Result<ExperimentSpec, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        at: Location::file(path),
+        source,
+    })?;
+    load_str_with_overrides(&text, path, overrides)
+}
+
+/// Parse and validate experiment text; `file` names it in errors.
+pub fn load_str(text: &str, file: &Path) -> Result<ExperimentSpec, ConfigError> {
+    load_str_with_overrides(text, file, &[])
+}
+
+/// [`load_with_overrides`] on text already read.
+pub fn load_str_with_overrides(
+    text: &str,
+    file: &Path,
+    overrides: &[(String, toml::Value)],
+) -> Result<ExperimentSpec, ConfigError> {
+    let raw = parse_str_with_overrides(text, file, overrides)?;
+    validate(&raw, file).map_err(|mut e| {
+        // A range error in a key an override set is the override's fault, not the file's.
+        let overridden = e
+            .key()
+            .is_some_and(|k| overrides.iter().any(|(o, _)| o == k));
+        if overridden {
+            mark_override(&mut e);
+        }
+        e
+    })
+}
+
+/// Stage 1 only: the raw mirror of `text` (syntax, types and unknown keys checked).
+pub fn parse_str(text: &str, file: &Path) -> Result<RawConfig, ConfigError> {
+    let de = toml::Deserializer::parse(text).map_err(|e| syntax_error(text, file, &e))?;
+    serde_path_to_error::deserialize::<_, RawConfig>(de).map_err(|e| {
+        let at = match e.inner().span() {
+            Some(span) => {
+                let (line, column) = Location::position_of(text, span.start);
+                Location::at(file, line, column)
+            }
+            None => Location::file(file),
+        };
+        schema_error(e.path(), e.inner().message(), at)
+    })
+}
+
+/// Stage 1 with overrides: the file is checked on its own first (so its errors keep their
+/// line and column), then the overrides are applied and the result checked again.
+pub fn parse_str_with_overrides(
+    text: &str,
+    file: &Path,
+    overrides: &[(String, toml::Value)],
+) -> Result<RawConfig, ConfigError> {
+    let raw = parse_str(text, file)?;
+    if overrides.is_empty() {
+        return Ok(raw);
+    }
+    let mut table: toml::Table = toml::from_str(text).map_err(|e| syntax_error(text, file, &e))?;
+    for (key, value) in overrides {
+        set(&mut table, key, value.clone()).map_err(|(reason, prefix)| {
+            ConfigError::BadOverride {
+                at: Location::overridden(file),
+                key: key.clone(),
+                reason: format!("{reason} (at `{prefix}`)"),
+                suggestion: Default::default(),
+            }
+        })?;
+    }
+    serde_path_to_error::deserialize::<_, RawConfig>(toml::Value::Table(table))
+        .map_err(|e| schema_error(e.path(), e.inner().message(), Location::overridden(file)))
+}
+
+/// Set the dotted `key` of `table` to `value`, creating missing intermediate tables.
+///
+/// Fails (with the reason and the offending prefix) on an empty key component or when a prefix
+/// names a value that is not a table. Does not know the schema: unknown keys are found when the
+/// result is deserialised.
+pub fn set(table: &mut toml::Table, key: &str, value: toml::Value) -> Result<(), (String, String)> {
+    let parts: Vec<&str> = key.split('.').collect();
+    if parts.iter().any(|p| p.trim().is_empty()) {
+        return Err(("a dotted key has an empty part".into(), key.to_string()));
+    }
+    let (last, parents) = parts
+        .split_last()
+        .ok_or_else(|| ("empty key".into(), String::new()))?;
+    let mut current = table;
+    for (i, part) in parents.iter().enumerate() {
+        let entry = current
+            .entry(part.to_string())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        current = match entry {
+            toml::Value::Table(t) => t,
+            _ => {
+                return Err((
+                    "this key holds a value, not a table".into(),
+                    parts[..=i].join("."),
+                ));
+            }
+        };
+    }
+    current.insert(last.to_string(), value);
+    Ok(())
+}
+
+fn mark_override(e: &mut ConfigError) {
+    let at = match e {
+        ConfigError::Read { at, .. }
+        | ConfigError::Syntax { at, .. }
+        | ConfigError::UnknownKey { at, .. }
+        | ConfigError::WrongType { at, .. }
+        | ConfigError::Missing { at, .. }
+        | ConfigError::OutOfRange { at, .. }
+        | ConfigError::Conflict { at, .. }
+        | ConfigError::NotApplicable { at, .. }
+        | ConfigError::BadOverride { at, .. }
+        | ConfigError::DataMismatch { at, .. } => at,
+    };
+    at.from_override = true;
+}
+
+fn syntax_error(text: &str, file: &Path, e: &toml::de::Error) -> ConfigError {
+    let at = match e.span() {
+        Some(span) => {
+            let (line, column) = Location::position_of(text, span.start);
+            Location::at(file, line, column)
+        }
+        None => Location::file(file),
+    };
+    ConfigError::Syntax {
+        at,
+        message: e.message().trim().to_string(),
+    }
+}
+
+/// Turn a serde error at `path` into an unknown-key or wrong-type error with a suggestion.
+fn schema_error(path: &serde_path_to_error::Path, message: &str, at: Location) -> ConfigError {
+    let path = path.to_string();
+    let parent = if path == "." { String::new() } else { path };
+    match suggest::parse_unknown(message) {
+        Some((name, expected)) if message.starts_with("unknown field") => {
+            let key =
+                if parent.is_empty() || parent.ends_with(&format!(".{name}")) || parent == name {
+                    if parent.is_empty() {
+                        name.clone()
+                    } else {
+                        parent
+                    }
+                } else {
+                    format!("{parent}.{name}")
+                };
+            let suggestion = suggest::nearest(&name, expected.iter().map(String::as_str));
+            ConfigError::UnknownKey {
+                at,
+                key,
+                suggestion: Suggestion(suggestion.map(str::to_string)),
+            }
+        }
+        Some((name, expected)) => {
+            let suggestion = suggest::nearest(&name, expected.iter().map(String::as_str));
+            ConfigError::WrongType {
+                at,
+                key: parent,
+                message: message.trim().to_string(),
+                suggestion: Suggestion(suggestion.map(str::to_string)),
+            }
+        }
+        None => ConfigError::WrongType {
+            at,
+            key: parent,
+            message: message.trim().to_string(),
+            suggestion: Suggestion(None),
+        },
+    }
+}
