@@ -1296,7 +1296,8 @@ impl Checker<'_> {
 
     fn clip(&self, raw: &RawConfig, private: bool) -> R<ClipSpec> {
         let c = &raw.clip;
-        let default = if private {
+        // Without a policy: flat when private or when a clip norm is given, else none.
+        let default = if private || c.clip_norm.is_some() {
             ClipPolicyKind::Flat
         } else {
             ClipPolicyKind::None
