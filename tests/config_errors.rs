@@ -675,3 +675,22 @@ fn unreadable_file_names_it() {
         "{e}"
     );
 }
+
+#[test]
+fn spec_and_error_are_send_and_sync() {
+    fn check<T: Send + Sync + 'static>() {}
+    check::<ExperimentSpec>();
+    check::<ConfigError>();
+}
+
+#[test]
+fn oversized_file_is_refused_before_reading() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("big.toml");
+    let file = std::fs::File::create(&path).expect("create");
+    file.set_len(config::MAX_FILE_BYTES + 1)
+        .expect("sparse file");
+    let e = config::load(&path).expect_err("too large");
+    assert!(matches!(&e, ConfigError::Read { .. }), "{e:?}");
+    assert!(e.to_string().contains("limit"), "{e}");
+}

@@ -54,6 +54,9 @@ pub use spec::{
     SyntheticSpec, TestSet, Threads, TrainLength, TrainSpec, validate,
 };
 
+/// Experiment files larger than this are refused before reading (a config is a few KiB).
+pub const MAX_FILE_BYTES: u64 = 16 << 20;
+
 /// Read, parse and validate an experiment file.
 pub fn load(path: &Path) -> Result<ExperimentSpec, ConfigError> {
     load_with_overrides(path, &[])
@@ -68,10 +71,18 @@ pub fn load_with_overrides(
     path: &Path,
     overrides: &[(String, toml::Value)],
 ) -> Result<ExperimentSpec, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+    let read_error = |source| ConfigError::Read {
         at: Location::file(path),
         source,
-    })?;
+    };
+    let len = std::fs::metadata(path).map_err(read_error)?.len();
+    if len > MAX_FILE_BYTES {
+        return Err(read_error(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("{len} bytes is larger than the {MAX_FILE_BYTES}-byte limit for a config file"),
+        )));
+    }
+    let text = std::fs::read_to_string(path).map_err(read_error)?;
     load_str_with_overrides(&text, path, overrides)
 }
 
