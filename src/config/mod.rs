@@ -138,32 +138,53 @@ pub fn parse_str_with_overrides(
     }
     let mut table: toml::Table = toml::from_str(text).map_err(|e| syntax_error(text, file, &e))?;
     for (key, value) in overrides {
-        set(&mut table, key, value.clone()).map_err(|(reason, prefix)| {
-            ConfigError::BadOverride {
-                at: Location::overridden(file),
-                key: key.clone(),
-                reason: format!("{reason} (at `{prefix}`)"),
-                suggestion: Default::default(),
-            }
+        set(&mut table, key, value.clone()).map_err(|e| ConfigError::BadOverride {
+            at: Location::overridden(file),
+            key: key.clone(),
+            reason: e.to_string(),
+            suggestion: Suggestion::default(),
         })?;
     }
     serde_path_to_error::deserialize::<_, RawConfig>(toml::Value::Table(table))
         .map_err(|e| schema_error(e.path(), e.inner().message(), Location::overridden(file)))
 }
 
+/// Why a dotted-key override could not be applied to the document.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{reason} (at `{prefix}`)")]
+pub struct SetError {
+    /// The part of the dotted key at fault.
+    pub prefix: String,
+    pub reason: &'static str,
+}
+
 /// Set the dotted `key` of `table` to `value`, creating missing intermediate tables.
 ///
-/// Fails (with the reason and the offending prefix) on an empty key component or when a prefix
-/// names a value that is not a table. Does not know the schema: unknown keys are found when the
-/// result is deserialised.
-pub fn set(table: &mut toml::Table, key: &str, value: toml::Value) -> Result<(), (String, String)> {
+/// Fails on an empty key component or when a prefix names a value that is not a table. Does not
+/// know the schema: unknown keys are found when the result is deserialised.
+///
+/// ```
+/// let mut t: toml::Table = toml::from_str("[privacy]\nepsilon = 3.0").unwrap();
+/// dpx::config::set(&mut t, "privacy.epsilon", toml::Value::Float(1.0)).unwrap();
+/// dpx::config::set(&mut t, "data.synthetic.n_train", toml::Value::Integer(500)).unwrap();
+/// assert_eq!(t["privacy"]["epsilon"].as_float(), Some(1.0));
+/// assert_eq!(t["data"]["synthetic"]["n_train"].as_integer(), Some(500));
+/// assert!(dpx::config::set(&mut t, "privacy.epsilon.x", toml::Value::Integer(1)).is_err());
+/// ```
+pub fn set(table: &mut toml::Table, key: &str, value: toml::Value) -> Result<(), SetError> {
     let parts: Vec<&str> = key.split('.').collect();
     if parts.iter().any(|p| p.trim().is_empty()) {
-        return Err(("a dotted key has an empty part".into(), key.to_string()));
+        return Err(SetError {
+            prefix: key.to_string(),
+            reason: "a dotted key has an empty part",
+        });
     }
-    let (last, parents) = parts
-        .split_last()
-        .ok_or_else(|| ("empty key".into(), String::new()))?;
+    let Some((last, parents)) = parts.split_last() else {
+        return Err(SetError {
+            prefix: key.to_string(),
+            reason: "empty key",
+        });
+    };
     let mut current = table;
     for (i, part) in parents.iter().enumerate() {
         let entry = current
@@ -172,10 +193,10 @@ pub fn set(table: &mut toml::Table, key: &str, value: toml::Value) -> Result<(),
         current = match entry {
             toml::Value::Table(t) => t,
             _ => {
-                return Err((
-                    "this key holds a value, not a table".into(),
-                    parts[..=i].join("."),
-                ));
+                return Err(SetError {
+                    prefix: parts[..=i].join("."),
+                    reason: "this key holds a value, not a table",
+                });
             }
         };
     }

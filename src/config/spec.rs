@@ -536,6 +536,14 @@ pub fn validate(raw: &RawConfig, source: &Path) -> Result<ExperimentSpec, Config
     })
 }
 
+/// The synthetic generators (the synthetic subset of [`DatasetName`]).
+#[derive(Clone, Copy)]
+enum Generator {
+    GaussianMixture,
+    TwoCluster,
+    LogisticSynthetic,
+}
+
 /// The validation helpers, all carrying the file for error locations.
 struct Checker<'a> {
     file: &'a Path,
@@ -620,7 +628,7 @@ impl Checker<'_> {
         usize::try_from(n).map_err(|_| self.range(key, "a smaller integer", v.to_string()))
     }
 
-    /// Exactly one of two keys (`None` when neither is set and that is allowed by the caller).
+    /// At most one of two keys: both set is a `Conflict` (the caller decides about neither).
     fn at_most_one<A, B>(&self, ka: &str, a: &Option<A>, kb: &str, b: &Option<B>) -> R<()> {
         if a.is_some() && b.is_some() {
             Err(self.conflict(kb, ka, &format!("give either `{ka}` or `{kb}`, not both")))
@@ -775,11 +783,21 @@ impl Checker<'_> {
                 )?,
                 header: d.header.unwrap_or(false),
             },
-            DatasetName::GaussianMixture
-            | DatasetName::TwoCluster
-            | DatasetName::LogisticSynthetic => {
+            DatasetName::GaussianMixture => {
                 self.absent("data.path", &d.path, only_for("file datasets"))?;
-                DataSource::Synthetic(self.synthetic(dataset, d.synthetic.as_ref())?)
+                DataSource::Synthetic(
+                    self.synthetic(Generator::GaussianMixture, d.synthetic.as_ref())?,
+                )
+            }
+            DatasetName::TwoCluster => {
+                self.absent("data.path", &d.path, only_for("file datasets"))?;
+                DataSource::Synthetic(self.synthetic(Generator::TwoCluster, d.synthetic.as_ref())?)
+            }
+            DatasetName::LogisticSynthetic => {
+                self.absent("data.path", &d.path, only_for("file datasets"))?;
+                DataSource::Synthetic(
+                    self.synthetic(Generator::LogisticSynthetic, d.synthetic.as_ref())?,
+                )
             }
         };
         let standardize = d.standardize.unwrap_or(Standardize::None);
@@ -845,15 +863,15 @@ impl Checker<'_> {
         })
     }
 
-    fn synthetic(&self, dataset: DatasetName, s: Option<&RawSynthetic>) -> R<SyntheticSpec> {
+    fn synthetic(&self, generator: Generator, s: Option<&RawSynthetic>) -> R<SyntheticSpec> {
         let empty = RawSynthetic::default();
         let s = s.unwrap_or(&empty);
-        let name = dataset.name();
-        // Defaults per generator: the papers' sizes where the generator comes from a paper.
-        let (n_train, n_test, n_features) = match dataset {
-            DatasetName::TwoCluster => (1000, 1000, 100),
-            DatasetName::LogisticSynthetic => (100_000, 10_000, 20),
-            _ => (10_000, 2_000, 20),
+        // Defaults per generator: the papers' sizes where the generator comes from a paper
+        // (dynamic-noise §5: N = 1000, D = 100; accelerated methods §5: n = 1e5, d = 20).
+        let (name, n_train, n_test, n_features) = match generator {
+            Generator::GaussianMixture => ("gaussian_mixture", 10_000, 2_000, 20),
+            Generator::TwoCluster => ("two_cluster", 1000, 1000, 100),
+            Generator::LogisticSynthetic => ("logistic_synthetic", 100_000, 10_000, 20),
         };
         let n_train = self.size(
             "data.synthetic.n_train",
@@ -884,8 +902,8 @@ impl Checker<'_> {
         let separation = |default: f64| {
             self.positive("data.synthetic.separation", s.separation.unwrap_or(default))
         };
-        Ok(match dataset {
-            DatasetName::GaussianMixture => {
+        Ok(match generator {
+            Generator::GaussianMixture => {
                 let n_classes = self.size(
                     "data.synthetic.n_classes",
                     s.n_classes.unwrap_or(2),
@@ -908,7 +926,7 @@ impl Checker<'_> {
                     seed,
                 }
             }
-            DatasetName::TwoCluster => {
+            Generator::TwoCluster => {
                 self.absent("data.synthetic.n_classes", &s.n_classes, || {
                     format!("\"{name}\" always has two classes")
                 })?;
@@ -920,7 +938,7 @@ impl Checker<'_> {
                     seed,
                 }
             }
-            _ => {
+            Generator::LogisticSynthetic => {
                 self.absent("data.synthetic.n_classes", &s.n_classes, || {
                     format!("\"{name}\" always has two classes")
                 })?;
@@ -1078,13 +1096,17 @@ impl Checker<'_> {
                     out_features: need("out_features", l.out_features, 1, MAX_WIDTH)?,
                 }
             }
-            LayerKind::Flatten | LayerKind::Relu | LayerKind::Tanh => {
+            LayerKind::Flatten => {
                 uses(false, false, false, false)?;
-                match kind {
-                    LayerKind::Flatten => LayerSpec::Flatten,
-                    LayerKind::Relu => LayerSpec::Relu,
-                    _ => LayerSpec::Tanh,
-                }
+                LayerSpec::Flatten
+            }
+            LayerKind::Relu => {
+                uses(false, false, false, false)?;
+                LayerSpec::Relu
+            }
+            LayerKind::Tanh => {
+                uses(false, false, false, false)?;
+                LayerSpec::Tanh
             }
         })
     }
