@@ -592,6 +592,10 @@ fn planned_steps_and_sample_rate() {
     // ⌈3 × 1000 / 64⌉ = ⌈46.875⌉ = 47.
     assert_eq!(spec.planned_steps(1000), 47);
     assert_eq!(spec.sample_rate(1000), 0.064);
+    // One epoch of 1000 examples at expected batch 64: ⌈1000 / 64⌉ = ⌈15.625⌉ = 16 steps.
+    assert_eq!(spec.period_in_steps(config::Every::Epochs(1), 1000), 16);
+    assert_eq!(spec.period_in_steps(config::Every::Epochs(2), 1000), 32);
+    assert_eq!(spec.period_in_steps(config::Every::Steps(7), 1000), 7);
     let spec = load(&BASE.replace("epochs = 3", "steps = 10")).expect("valid");
     assert_eq!(spec.planned_steps(1000), 10);
 }

@@ -442,6 +442,20 @@ impl ExperimentSpec {
         }
     }
 
+    /// A period in steps: `Every::Steps(s)` is s; `Every::Epochs(e)` is ⌈e · n_train / batch⌉
+    /// (at least 1), the same rounding as [`planned_steps`](Self::planned_steps), so evaluation
+    /// rows, learning-rate decay and `dpx account --config`'s per-epoch report agree.
+    pub fn period_in_steps(&self, every: Every, n_train: usize) -> u64 {
+        match every {
+            Every::Steps(s) => s,
+            Every::Epochs(e) => {
+                let b = self.train.sampler.batch_size().max(1) as u128;
+                let total = (e as u128) * (n_train as u128);
+                u64::try_from(total.div_ceil(b)).unwrap_or(u64::MAX).max(1)
+            }
+        }
+    }
+
     /// Poisson sample rate q = expected_batch_size / n_train (the batch fraction for the other
     /// samplers). `n_train` must be positive (see [`check_against_data`](Self::check_against_data)).
     pub fn sample_rate(&self, n_train: usize) -> f64 {
