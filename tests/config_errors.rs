@@ -463,6 +463,16 @@ fn fractions_and_names_are_checked() {
         let e = err_with("data.validation_fraction", f(bad));
         assert!(matches!(&e, ConfigError::OutOfRange { .. }), "{e:?}");
     }
+    for bad in [vec![3], vec![3, 5, 3], vec![3, -1]] {
+        let e = err_with(
+            "data.classes",
+            toml::Value::Array(bad.iter().map(|&c| i(c)).collect()),
+        );
+        assert!(
+            matches!(&e, ConfigError::OutOfRange { key, .. } if key == "data.classes"),
+            "{bad:?}: {e:?}"
+        );
+    }
     for bad in ["", "../up", ".hidden", "has space"] {
         let e = err_with("experiment.name", s(bad));
         assert!(

@@ -837,7 +837,7 @@ impl Checker<'_> {
                 }
                 let mut seen = BTreeSet::new();
                 let mut out = Vec::with_capacity(list.len());
-                for &c in list.iter().take(MAX_WIDTH + 1) {
+                for &c in list {
                     let c = self.size("data.classes", c, 0, MAX_WIDTH)?;
                     if !seen.insert(c) {
                         return Err(self.range(
