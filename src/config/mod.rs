@@ -238,18 +238,22 @@ fn syntax_error(text: &str, file: &Path, e: &toml::de::Error) -> ConfigError {
 fn schema_error(path: &serde_path_to_error::Path, message: &str, at: Location) -> ConfigError {
     let path = path.to_string();
     let parent = if path == "." { String::new() } else { path };
+    let value_key = if parent.is_empty() {
+        "(document)".to_string()
+    } else {
+        parent.clone()
+    };
     match suggest::parse_unknown(message) {
         Some((name, expected)) if message.starts_with("unknown field") => {
-            let key =
-                if parent.is_empty() || parent.ends_with(&format!(".{name}")) || parent == name {
-                    if parent.is_empty() {
-                        name.clone()
-                    } else {
-                        parent
-                    }
-                } else {
-                    format!("{parent}.{name}")
-                };
+            // serde_path_to_error's path already ends with the unknown key (pinned by the tests);
+            // append it only if a future version stops doing so.
+            let key = if parent == name || parent.ends_with(&format!(".{name}")) {
+                parent
+            } else if parent.is_empty() {
+                name.clone()
+            } else {
+                format!("{parent}.{name}")
+            };
             let suggestion = suggest::nearest(&name, expected.iter().map(String::as_str));
             ConfigError::UnknownKey {
                 at,
@@ -261,14 +265,14 @@ fn schema_error(path: &serde_path_to_error::Path, message: &str, at: Location) -
             let suggestion = suggest::nearest(&name, expected.iter().map(String::as_str));
             ConfigError::WrongType {
                 at,
-                key: parent,
+                key: value_key,
                 message: message.trim().to_string(),
                 suggestion: Suggestion(suggestion.map(str::to_string)),
             }
         }
         None => ConfigError::WrongType {
             at,
-            key: parent,
+            key: value_key,
             message: message.trim().to_string(),
             suggestion: Suggestion(None),
         },
