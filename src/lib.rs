@@ -10,6 +10,7 @@
 //!   interface between `model` (which answers) and `privacy` (which asks).
 
 pub mod cli;
+pub mod config;
 pub mod data;
 pub mod grad;
 pub mod model;

@@ -1,0 +1,274 @@
+//! Config room: the closed sets a config names (datasets, architectures, samplers, ...).
+//!
+//! Plain data only: each enum is the vocabulary of one config key, spelled as in the TOML, with
+//! no behaviour beyond its name. The rooms that act on them (data, model, train, privacy) map
+//! these to their own runtime objects; this module must not import them.
+//!
+//! Adding a variant: add it here (serde gives its TOML spelling), then let the compiler lead you
+//! through the exhaustive `match`es in `spec.rs` (validation) and `resolved.rs` (serialisation).
+
+use serde::{Deserialize, Serialize};
+
+/// `data.dataset`: which dataset to load or generate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DatasetName {
+    /// MNIST handwritten digits (IDX files), 60,000 train / 10,000 test, 1×28×28.
+    Mnist,
+    /// Fashion-MNIST (IDX files, same layout as MNIST).
+    #[serde(rename = "fashion-mnist", alias = "fashion_mnist")]
+    FashionMnist,
+    /// CIFAR-10 (binary version), 50,000 train / 10,000 test, 3×32×32.
+    Cifar10,
+    /// The a9a (Adult) set in LIBSVM format, 123 binary features.
+    A9a,
+    /// Any LIBSVM text file (`data.path`, optionally `data.test_path`).
+    Libsvm,
+    /// Any CSV file of numbers with one label column.
+    Csv,
+    /// Synthetic: k Gaussian classes with identity covariance.
+    GaussianMixture,
+    /// Synthetic: the separable two-cluster set of the dynamic-noise paper (D = 100, distance 10).
+    TwoCluster,
+    /// Synthetic: the logistic set of the accelerated-methods paper (u ~ U[0,1]^d, z = sign(u·w)).
+    LogisticSynthetic,
+}
+
+impl DatasetName {
+    /// Generated from a seed rather than read from files.
+    pub fn is_synthetic(self) -> bool {
+        match self {
+            DatasetName::GaussianMixture
+            | DatasetName::TwoCluster
+            | DatasetName::LogisticSynthetic => true,
+            DatasetName::Mnist
+            | DatasetName::FashionMnist
+            | DatasetName::Cifar10
+            | DatasetName::A9a
+            | DatasetName::Libsvm
+            | DatasetName::Csv => false,
+        }
+    }
+
+    /// Images with 8-bit pixels (so `data.scale` defaults to true).
+    pub fn is_image(self) -> bool {
+        matches!(
+            self,
+            DatasetName::Mnist | DatasetName::FashionMnist | DatasetName::Cifar10
+        )
+    }
+
+    /// A generic file format whose location the user must give (`data.path` has no default).
+    pub fn is_generic_file(self) -> bool {
+        matches!(self, DatasetName::Libsvm | DatasetName::Csv)
+    }
+
+    /// The name as written in the TOML.
+    pub fn name(self) -> &'static str {
+        match self {
+            DatasetName::Mnist => "mnist",
+            DatasetName::FashionMnist => "fashion-mnist",
+            DatasetName::Cifar10 => "cifar10",
+            DatasetName::A9a => "a9a",
+            DatasetName::Libsvm => "libsvm",
+            DatasetName::Csv => "csv",
+            DatasetName::GaussianMixture => "gaussian_mixture",
+            DatasetName::TwoCluster => "two_cluster",
+            DatasetName::LogisticSynthetic => "logistic_synthetic",
+        }
+    }
+}
+
+/// `data.standardize`: feature standardisation with training-set statistics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Standardize {
+    /// No standardisation.
+    None,
+    /// Each feature to mean 0, standard deviation 1.
+    PerFeature,
+    /// Each image channel to mean 0, standard deviation 1 (image datasets).
+    PerChannel,
+}
+
+/// `model.architecture`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Architecture {
+    /// Logistic regression: binary (one logit) for 2 classes, multinomial otherwise.
+    Logistic,
+    /// Multi-layer perceptron with `model.hidden` sizes and `model.activation`.
+    Mlp,
+    /// A CNN from the explicit layer list `model.layers`.
+    Cnn,
+    /// The tanh CNN of Papernot et al. 2021 for 1×28×28 inputs (reference/performance.md, cnn_mnist).
+    MnistCnn,
+    /// The tanh CNN for 3×32×32 inputs (reference/performance.md, cnn_cifar10).
+    CifarCnn,
+}
+
+impl Architecture {
+    /// The name as written in the TOML.
+    pub fn name(self) -> &'static str {
+        match self {
+            Architecture::Logistic => "logistic",
+            Architecture::Mlp => "mlp",
+            Architecture::Cnn => "cnn",
+            Architecture::MnistCnn => "mnist_cnn",
+            Architecture::CifarCnn => "cifar_cnn",
+        }
+    }
+}
+
+/// `model.activation` (MLP hidden layers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Activation {
+    Relu,
+    Tanh,
+}
+
+/// `model.layers[].kind`: one layer of an explicit CNN.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LayerKind {
+    Conv2d,
+    MaxPool2d,
+    AvgPool2d,
+    Flatten,
+    Dense,
+    Relu,
+    Tanh,
+}
+
+impl LayerKind {
+    /// The name as written in the TOML.
+    pub fn name(self) -> &'static str {
+        match self {
+            LayerKind::Conv2d => "conv2d",
+            LayerKind::MaxPool2d => "max_pool2d",
+            LayerKind::AvgPool2d => "avg_pool2d",
+            LayerKind::Flatten => "flatten",
+            LayerKind::Dense => "dense",
+            LayerKind::Relu => "relu",
+            LayerKind::Tanh => "tanh",
+        }
+    }
+}
+
+/// `train.sampler`: how each step's batch is drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SamplerKind {
+    /// Each example independently with probability q = expected_batch_size / n (what the
+    /// accountants assume). Batches vary in size and may be empty.
+    Poisson,
+    /// A random permutation per epoch cut into batches. ε is not guaranteed (the accountants
+    /// assume Poisson sampling); outputs say so.
+    Shuffle,
+    /// A uniformly random subset of exactly `batch_size` examples each step, without
+    /// replacement within the step.
+    FixedSize,
+}
+
+impl SamplerKind {
+    /// The name as written in the TOML.
+    pub fn name(self) -> &'static str {
+        match self {
+            SamplerKind::Poisson => "poisson",
+            SamplerKind::Shuffle => "shuffle",
+            SamplerKind::FixedSize => "fixed_size",
+        }
+    }
+}
+
+/// `train.optimizer`: the (non-private) update rule applied to the finished gradient.
+///
+/// Planned (issues 5-7), each with its own `[train.<optimizer>]` table when it has parameters
+/// beyond `train.momentum`: adam, adagrad_norm, heavy_ball, nesterov, masg.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OptimizerKind {
+    Sgd,
+    /// SGD with (PyTorch-style) momentum `train.momentum`.
+    Momentum,
+}
+
+impl OptimizerKind {
+    /// The name as written in the TOML.
+    pub fn name(self) -> &'static str {
+        match self {
+            OptimizerKind::Sgd => "sgd",
+            OptimizerKind::Momentum => "momentum",
+        }
+    }
+}
+
+/// `train.lr_schedule.kind`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LrScheduleKind {
+    Constant,
+    Step,
+    Exponential,
+    Cosine,
+    InvSqrt,
+    SqrtToZero,
+}
+
+impl LrScheduleKind {
+    /// The name as written in the TOML.
+    pub fn name(self) -> &'static str {
+        match self {
+            LrScheduleKind::Constant => "constant",
+            LrScheduleKind::Step => "step",
+            LrScheduleKind::Exponential => "exponential",
+            LrScheduleKind::Cosine => "cosine",
+            LrScheduleKind::InvSqrt => "inv_sqrt",
+            LrScheduleKind::SqrtToZero => "sqrt_to_zero",
+        }
+    }
+}
+
+/// `clip.policy`: how per-sample gradients are bounded before noise is added.
+///
+/// Planned (issue 6), each with its own `[clip.<policy>]` table: per_layer, adaclip, dcsgd_p,
+/// dcsgd_e, quantile, decay, automatic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClipPolicyKind {
+    /// No clipping: only with `privacy.enabled = false`.
+    None,
+    /// Every per-sample gradient scaled to norm at most `clip.clip_norm` (Abadi et al. 2016).
+    Flat,
+}
+
+impl ClipPolicyKind {
+    /// The name as written in the TOML.
+    pub fn name(self) -> &'static str {
+        match self {
+            ClipPolicyKind::None => "none",
+            ClipPolicyKind::Flat => "flat",
+        }
+    }
+}
+
+/// `noise.schedule`: the shape of the noise multiplier over steps.
+///
+/// Planned (issue 5), each with its own `[noise.<schedule>]` table: adp, adp_adagrad,
+/// exponential, step, time_decay, polynomial, influence_gd, influence_momentum, file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NoiseScheduleKind {
+    /// The same noise multiplier at every step.
+    Constant,
+}
+
+impl NoiseScheduleKind {
+    /// The name as written in the TOML.
+    pub fn name(self) -> &'static str {
+        match self {
+            NoiseScheduleKind::Constant => "constant",
+        }
+    }
+}

@@ -1,0 +1,458 @@
+//! Config room: the serde mirror of the experiment TOML, exactly as the user typed it.
+//!
+//! Owns the shape of the file: section and key names, value types, and the rejection of unknown
+//! keys (`deny_unknown_fields` on every table). Every key is optional here and no value is
+//! range-checked: integers are `i64` and floats `f64` whatever their meaning, so that
+//! `spec::validate` is the only place ranges, defaults and combinations are decided (the two
+//! stages of ripgrep's low/high args; linfa's checked params). Must not interpret values.
+//!
+//! Sections: `[experiment]`, `[data]` (+ `[data.synthetic]`), `[model]` (+ `[[model.layers]]`),
+//! `[train]` (+ `[train.lr_schedule]`), `[clip]`, `[noise]`, `[privacy]`, `[output]`.
+//! A policy or schedule with parameters of its own gets a sub-table named after it (e.g. the
+//! planned `[clip.adaclip]`), so adding one means adding one optional field here.
+
+use serde::de::{self, Deserializer, SeqAccess, Visitor};
+use serde::{Deserialize, Serialize};
+
+use super::kinds::{
+    Activation, Architecture, ClipPolicyKind, DatasetName, LayerKind, LrScheduleKind,
+    NoiseScheduleKind, OptimizerKind, SamplerKind, Standardize,
+};
+use crate::privacy::accountant::AccountantKind;
+use crate::privacy::event::NeighbouringRelation;
+
+/// The whole file.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawConfig {
+    #[serde(default)]
+    pub experiment: RawExperiment,
+    #[serde(default)]
+    pub data: RawData,
+    #[serde(default)]
+    pub model: RawModel,
+    #[serde(default)]
+    pub train: RawTrain,
+    #[serde(default)]
+    pub clip: RawClip,
+    #[serde(default)]
+    pub noise: RawNoise,
+    #[serde(default)]
+    pub privacy: RawPrivacy,
+    #[serde(default)]
+    pub output: RawOutput,
+}
+
+/// `[experiment]`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawExperiment {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seeds: Option<RawSeeds>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+/// `experiment.seeds`: a count (`seeds = 5` means 0..5) or an explicit list.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum RawSeeds {
+    Count(i64),
+    List(Vec<i64>),
+}
+
+impl<'de> Deserialize<'de> for RawSeeds {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RawSeeds;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a number of seeds or a list of integer seeds")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<RawSeeds, E> {
+                Ok(RawSeeds::Count(v))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<RawSeeds, E> {
+                i64::try_from(v)
+                    .map(RawSeeds::Count)
+                    .map_err(|_| E::invalid_value(de::Unexpected::Unsigned(v), &self))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<RawSeeds, A::Error> {
+                let mut seeds = Vec::new();
+                while let Some(s) = seq.next_element::<i64>()? {
+                    seeds.push(s);
+                }
+                Ok(RawSeeds::List(seeds))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// `train.threads`: a positive count or `"auto"` (all available cores).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum RawThreads {
+    Count(i64),
+    Auto(AutoWord),
+}
+
+/// The word `"auto"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AutoWord {
+    Auto,
+}
+
+impl<'de> Deserialize<'de> for RawThreads {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = RawThreads;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a number of threads or \"auto\"")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<RawThreads, E> {
+                Ok(RawThreads::Count(v))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<RawThreads, E> {
+                i64::try_from(v)
+                    .map(RawThreads::Count)
+                    .map_err(|_| E::invalid_value(de::Unexpected::Unsigned(v), &self))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<RawThreads, E> {
+                if v == "auto" {
+                    Ok(RawThreads::Auto(AutoWord::Auto))
+                } else {
+                    Err(E::invalid_value(de::Unexpected::Str(v), &self))
+                }
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// `[data]`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawData {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dataset: Option<DatasetName>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub test_path: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub test_fraction: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label_column: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub header: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scale: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub standardize: Option<Standardize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_norm: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub classes: Option<Vec<i64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subsample: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub validation_fraction: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pca_components: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub synthetic: Option<RawSynthetic>,
+}
+
+/// `[data.synthetic]`: generator parameters for the synthetic datasets.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSynthetic {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub n_train: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub n_test: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub n_features: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub n_classes: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub separation: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seed: Option<i64>,
+}
+
+/// `[model]`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawModel {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub architecture: Option<Architecture>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hidden: Option<Vec<i64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub activation: Option<Activation>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub l2: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub layers: Option<Vec<RawLayer>>,
+}
+
+/// One `[[model.layers]]` entry of an explicit CNN.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawLayer {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<LayerKind>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub out_channels: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kernel_size: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stride: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub padding: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub out_features: Option<i64>,
+}
+
+/// `[train]`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTrain {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub epochs: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steps: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sampler: Option<SamplerKind>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub batch_size: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expected_batch_size: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub optimizer: Option<OptimizerKind>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub momentum: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub learning_rate: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub eval_every_epochs: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub eval_every_steps: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub threads: Option<RawThreads>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lr_schedule: Option<RawLrSchedule>,
+}
+
+/// `[train.lr_schedule]`: the kind and the parameters that kind uses.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawLrSchedule {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<LrScheduleKind>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub factor: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub every_epochs: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub every_steps: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub final_learning_rate: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub a: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub c: Option<f64>,
+}
+
+/// `[clip]`. Policies with parameters of their own will add a `[clip.<policy>]` sub-table.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawClip {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub policy: Option<ClipPolicyKind>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clip_norm: Option<f64>,
+}
+
+/// `[noise]`. Schedules with parameters of their own will add a `[noise.<schedule>]` sub-table.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawNoise {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<NoiseScheduleKind>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub noise_multiplier: Option<f64>,
+}
+
+/// `[privacy]`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPrivacy {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub epsilon: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delta: Option<f64>,
+    #[serde(
+        default,
+        deserialize_with = "de_accountant",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub accountant: Option<AccountantKind>,
+    #[serde(
+        default,
+        deserialize_with = "de_neighbouring",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub neighbouring: Option<NeighbouringRelation>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub secure_noise: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stop_when_spent: Option<bool>,
+}
+
+/// `[output]`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawOutput {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dir: Option<String>,
+}
+
+/// The accountant names are those of `AccountantKind` on the command line (`rdp`, `pld`, ...),
+/// so a new accountant is accepted here without a change to this room.
+fn de_accountant<'de, D: Deserializer<'de>>(d: D) -> Result<Option<AccountantKind>, D::Error> {
+    use clap::ValueEnum;
+    use std::sync::OnceLock;
+    // serde's `unknown_variant` wants a `&'static [&'static str]`; the names are built once.
+    static NAMES: OnceLock<Vec<&'static str>> = OnceLock::new();
+    let s = String::deserialize(d)?;
+    match AccountantKind::from_str(&s, false) {
+        Ok(kind) => Ok(Some(kind)),
+        Err(_) => {
+            let names = NAMES.get_or_init(|| {
+                AccountantKind::value_variants()
+                    .iter()
+                    .map(|k| k.name())
+                    .collect()
+            });
+            Err(de::Error::unknown_variant(&s, names.as_slice()))
+        }
+    }
+}
+
+/// Spelled as `NeighbouringRelation` serialises (`add_or_remove_one`, `replace_one`).
+fn de_neighbouring<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<NeighbouringRelation>, D::Error> {
+    const NAMES: &[&str] = &["add_or_remove_one", "replace_one"];
+    let s = String::deserialize(d)?;
+    match s.as_str() {
+        "add_or_remove_one" => Ok(Some(NeighbouringRelation::AddOrRemoveOne)),
+        "replace_one" => Ok(Some(NeighbouringRelation::ReplaceOne)),
+        _ => Err(de::Error::unknown_variant(&s, NAMES)),
+    }
+}
+
+impl RawConfig {
+    /// A config with every key of every table set (one layer, every optional table present).
+    ///
+    /// It is not a valid experiment (keys of different kinds coexist); it exists so tests can
+    /// enumerate every key of the schema (e.g. to check docs/config.md documents each). Struct
+    /// literals without `..Default::default()` make a new field a compile error here.
+    pub fn every_key_example() -> RawConfig {
+        RawConfig {
+            experiment: RawExperiment {
+                name: Some("every_key".into()),
+                seeds: Some(RawSeeds::List(vec![0, 1])),
+                description: Some("all keys".into()),
+            },
+            data: RawData {
+                dataset: Some(DatasetName::Csv),
+                path: Some("data/x.csv".into()),
+                test_path: Some("data/x_test.csv".into()),
+                test_fraction: Some(0.2),
+                label_column: Some(0),
+                header: Some(false),
+                scale: Some(false),
+                standardize: Some(Standardize::PerFeature),
+                max_norm: Some(1.0),
+                classes: Some(vec![3, 5]),
+                subsample: Some(1000),
+                validation_fraction: Some(0.1),
+                pca_components: Some(60),
+                synthetic: Some(RawSynthetic {
+                    n_train: Some(1000),
+                    n_test: Some(100),
+                    n_features: Some(10),
+                    n_classes: Some(2),
+                    separation: Some(4.0),
+                    seed: Some(0),
+                }),
+            },
+            model: RawModel {
+                architecture: Some(Architecture::Cnn),
+                hidden: Some(vec![32]),
+                activation: Some(Activation::Tanh),
+                l2: Some(0.0),
+                layers: Some(vec![RawLayer {
+                    kind: Some(LayerKind::Conv2d),
+                    out_channels: Some(16),
+                    kernel_size: Some(8),
+                    stride: Some(2),
+                    padding: Some(3),
+                    out_features: Some(32),
+                }]),
+            },
+            train: RawTrain {
+                epochs: Some(1),
+                steps: Some(10),
+                sampler: Some(SamplerKind::Poisson),
+                batch_size: Some(32),
+                expected_batch_size: Some(32),
+                optimizer: Some(OptimizerKind::Momentum),
+                momentum: Some(0.9),
+                learning_rate: Some(0.1),
+                eval_every_epochs: Some(1),
+                eval_every_steps: Some(10),
+                threads: Some(RawThreads::Auto(AutoWord::Auto)),
+                lr_schedule: Some(RawLrSchedule {
+                    kind: Some(LrScheduleKind::Step),
+                    factor: Some(0.5),
+                    every_epochs: Some(1),
+                    every_steps: Some(10),
+                    final_learning_rate: Some(0.0),
+                    a: Some(1.0),
+                    c: Some(1.0),
+                }),
+            },
+            clip: RawClip {
+                policy: Some(ClipPolicyKind::Flat),
+                clip_norm: Some(1.0),
+            },
+            noise: RawNoise {
+                schedule: Some(NoiseScheduleKind::Constant),
+                noise_multiplier: Some(1.0),
+            },
+            privacy: RawPrivacy {
+                enabled: Some(true),
+                epsilon: Some(3.0),
+                delta: Some(1e-5),
+                accountant: Some(AccountantKind::Rdp),
+                neighbouring: Some(NeighbouringRelation::AddOrRemoveOne),
+                secure_noise: Some(false),
+                stop_when_spent: Some(false),
+            },
+            output: RawOutput {
+                dir: Some("results/every_key".into()),
+            },
+        }
+    }
+}

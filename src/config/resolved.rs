@@ -1,0 +1,326 @@
+//! Config room: the resolved config, every default made explicit, written beside results.
+//!
+//! Owns the inverse of `spec::validate`: an [`ExperimentSpec`] back to a [`RawConfig`] with every
+//! key that applies set, and that to TOML (`results/<name>/config.toml`). Validating the written
+//! TOML gives back an equal spec (a test checks this for every shipped config). Must not decide
+//! any value: it only spells out what the spec holds.
+
+use super::kinds::LayerKind;
+use super::raw::{
+    AutoWord, RawClip, RawConfig, RawData, RawExperiment, RawLayer, RawLrSchedule, RawModel,
+    RawNoise, RawOutput, RawPrivacy, RawSeeds, RawSynthetic, RawThreads, RawTrain,
+};
+use super::spec::{
+    Budget, ClipSpec, DataSource, Every, ExperimentSpec, LayerSpec, LrSchedule, ModelArchitecture,
+    OptimizerSpec, Sampler, SyntheticSpec, TestSet, Threads, TrainLength,
+};
+
+/// An unsigned count as the raw (i64) TOML integer. Every count in a spec was validated from an
+/// i64, so this never saturates in practice.
+fn int<T: TryInto<i64>>(v: T) -> i64 {
+    v.try_into().unwrap_or(i64::MAX)
+}
+
+fn path_string(p: &std::path::Path) -> String {
+    p.to_string_lossy().into_owned()
+}
+
+impl ExperimentSpec {
+    /// The spec as a raw config with every applicable key set (defaults explicit).
+    pub fn to_raw(&self) -> RawConfig {
+        RawConfig {
+            experiment: RawExperiment {
+                name: Some(self.name.clone()),
+                seeds: Some(RawSeeds::List(self.seeds.iter().map(|&s| int(s)).collect())),
+                description: Some(self.description.clone()),
+            },
+            data: self.raw_data(),
+            model: self.raw_model(),
+            train: self.raw_train(),
+            clip: match self.clip {
+                ClipSpec::None => RawClip {
+                    policy: Some(self.clip.kind()),
+                    clip_norm: None,
+                },
+                ClipSpec::Flat { clip_norm } => RawClip {
+                    policy: Some(self.clip.kind()),
+                    clip_norm: Some(clip_norm),
+                },
+            },
+            noise: match &self.privacy {
+                None => RawNoise::default(),
+                Some(p) => RawNoise {
+                    schedule: Some(p.noise_schedule.kind()),
+                    noise_multiplier: match p.budget {
+                        Budget::Calibrated { .. } => None,
+                        Budget::NoiseMultiplier { noise_multiplier }
+                        | Budget::UntilSpent {
+                            noise_multiplier, ..
+                        } => Some(noise_multiplier),
+                    },
+                },
+            },
+            privacy: match &self.privacy {
+                None => RawPrivacy {
+                    enabled: Some(false),
+                    ..RawPrivacy::default()
+                },
+                Some(p) => RawPrivacy {
+                    enabled: Some(true),
+                    epsilon: match p.budget {
+                        Budget::NoiseMultiplier { .. } => None,
+                        Budget::Calibrated { epsilon } | Budget::UntilSpent { epsilon, .. } => {
+                            Some(epsilon)
+                        }
+                    },
+                    delta: Some(p.delta),
+                    accountant: Some(p.accountant),
+                    neighbouring: Some(p.neighbouring),
+                    secure_noise: Some(p.secure_noise),
+                    stop_when_spent: Some(matches!(p.budget, Budget::UntilSpent { .. })),
+                },
+            },
+            output: RawOutput {
+                dir: Some(path_string(&self.output.dir)),
+            },
+        }
+    }
+
+    /// The resolved config as TOML, for `results/<name>/config.toml`.
+    pub fn to_resolved_toml(&self) -> String {
+        let mut out = String::from(
+            "# Resolved configuration written by dpx: every default is explicit.\n\
+             # `dpx run` on this file repeats the experiment.\n",
+        );
+        // A RawConfig is tables of strings, numbers, booleans and arrays: serialising it cannot
+        // fail; if it ever did, the comment says so rather than losing the run.
+        match toml::to_string(&self.to_raw()) {
+            Ok(s) => out.push_str(&s),
+            Err(e) => out.push_str(&format!("# could not serialise the configuration: {e}\n")),
+        }
+        out
+    }
+
+    fn raw_data(&self) -> RawData {
+        let d = &self.data;
+        let mut raw = RawData {
+            dataset: Some(d.source.dataset()),
+            scale: Some(d.scale),
+            standardize: Some(d.standardize),
+            max_norm: d.max_norm,
+            classes: d
+                .classes
+                .as_ref()
+                .map(|c| c.iter().map(|&x| int(x)).collect()),
+            subsample: d.subsample.map(int),
+            validation_fraction: Some(d.validation_fraction),
+            pca_components: d.pca_components.map(int),
+            ..RawData::default()
+        };
+        let set_test = |raw: &mut RawData, test: &TestSet| match test {
+            TestSet::File(p) => raw.test_path = Some(path_string(p)),
+            TestSet::Fraction(f) => raw.test_fraction = Some(*f),
+        };
+        match &d.source {
+            DataSource::Standard { dir, .. } => raw.path = dir.as_deref().map(path_string),
+            DataSource::Libsvm { path, test } => {
+                raw.path = Some(path_string(path));
+                set_test(&mut raw, test);
+            }
+            DataSource::Csv {
+                path,
+                test,
+                label_column,
+                header,
+            } => {
+                raw.path = Some(path_string(path));
+                set_test(&mut raw, test);
+                raw.label_column = Some(int(*label_column));
+                raw.header = Some(*header);
+            }
+            DataSource::Synthetic(s) => raw.synthetic = Some(raw_synthetic(s)),
+        }
+        raw
+    }
+
+    fn raw_model(&self) -> RawModel {
+        let mut raw = RawModel {
+            architecture: Some(self.model.architecture.kind()),
+            l2: Some(self.model.l2),
+            ..RawModel::default()
+        };
+        match &self.model.architecture {
+            ModelArchitecture::Logistic
+            | ModelArchitecture::MnistCnn
+            | ModelArchitecture::CifarCnn => {}
+            ModelArchitecture::Mlp { hidden, activation } => {
+                raw.hidden = Some(hidden.iter().map(|&h| int(h)).collect());
+                raw.activation = Some(*activation);
+            }
+            ModelArchitecture::Cnn { layers } => {
+                raw.layers = Some(layers.iter().map(raw_layer).collect());
+            }
+        }
+        raw
+    }
+
+    fn raw_train(&self) -> RawTrain {
+        let t = &self.train;
+        let (epochs, steps) = match t.length {
+            TrainLength::Epochs(e) => (Some(int(e)), None),
+            TrainLength::Steps(s) => (None, Some(int(s))),
+        };
+        let (batch_size, expected_batch_size) = match t.sampler {
+            Sampler::Poisson {
+                expected_batch_size,
+            } => (None, Some(int(expected_batch_size))),
+            Sampler::Shuffle { batch_size } | Sampler::FixedSize { batch_size } => {
+                (Some(int(batch_size)), None)
+            }
+        };
+        let (eval_every_epochs, eval_every_steps) = split_every(t.eval_every);
+        RawTrain {
+            epochs,
+            steps,
+            sampler: Some(t.sampler.kind()),
+            batch_size,
+            expected_batch_size,
+            optimizer: Some(t.optimizer.kind()),
+            momentum: match t.optimizer {
+                OptimizerSpec::Sgd => None,
+                OptimizerSpec::Momentum { momentum } => Some(momentum),
+            },
+            learning_rate: Some(t.learning_rate),
+            eval_every_epochs,
+            eval_every_steps,
+            threads: Some(match t.threads {
+                Threads::Auto => RawThreads::Auto(AutoWord::Auto),
+                Threads::Count(n) => RawThreads::Count(int(n)),
+            }),
+            lr_schedule: Some(raw_lr_schedule(&t.lr_schedule)),
+        }
+    }
+}
+
+fn split_every(e: Every) -> (Option<i64>, Option<i64>) {
+    match e {
+        Every::Epochs(n) => (Some(int(n)), None),
+        Every::Steps(n) => (None, Some(int(n))),
+    }
+}
+
+fn raw_lr_schedule(s: &LrSchedule) -> RawLrSchedule {
+    let mut raw = RawLrSchedule {
+        kind: Some(s.kind()),
+        ..RawLrSchedule::default()
+    };
+    match *s {
+        LrSchedule::Constant => {}
+        LrSchedule::Step { factor, every } | LrSchedule::Exponential { factor, every } => {
+            raw.factor = Some(factor);
+            (raw.every_epochs, raw.every_steps) = split_every(every);
+        }
+        LrSchedule::Cosine {
+            final_learning_rate,
+        }
+        | LrSchedule::SqrtToZero {
+            final_learning_rate,
+        } => raw.final_learning_rate = Some(final_learning_rate),
+        LrSchedule::InvSqrt { a, c } => {
+            raw.a = Some(a);
+            raw.c = Some(c);
+        }
+    }
+    raw
+}
+
+fn raw_synthetic(s: &SyntheticSpec) -> RawSynthetic {
+    match *s {
+        SyntheticSpec::GaussianMixture {
+            n_train,
+            n_test,
+            n_features,
+            n_classes,
+            separation,
+            seed,
+        } => RawSynthetic {
+            n_train: Some(int(n_train)),
+            n_test: Some(int(n_test)),
+            n_features: Some(int(n_features)),
+            n_classes: Some(int(n_classes)),
+            separation: Some(separation),
+            seed: Some(int(seed)),
+        },
+        SyntheticSpec::TwoCluster {
+            n_train,
+            n_test,
+            n_features,
+            separation,
+            seed,
+        } => RawSynthetic {
+            n_train: Some(int(n_train)),
+            n_test: Some(int(n_test)),
+            n_features: Some(int(n_features)),
+            n_classes: None,
+            separation: Some(separation),
+            seed: Some(int(seed)),
+        },
+        SyntheticSpec::LogisticSynthetic {
+            n_train,
+            n_test,
+            n_features,
+            seed,
+        } => RawSynthetic {
+            n_train: Some(int(n_train)),
+            n_test: Some(int(n_test)),
+            n_features: Some(int(n_features)),
+            n_classes: None,
+            separation: None,
+            seed: Some(int(seed)),
+        },
+    }
+}
+
+fn raw_layer(l: &LayerSpec) -> RawLayer {
+    let base = |kind: LayerKind| RawLayer {
+        kind: Some(kind),
+        ..RawLayer::default()
+    };
+    match *l {
+        LayerSpec::Conv2d {
+            out_channels,
+            kernel_size,
+            stride,
+            padding,
+        } => RawLayer {
+            out_channels: Some(int(out_channels)),
+            kernel_size: Some(int(kernel_size)),
+            stride: Some(int(stride)),
+            padding: Some(int(padding)),
+            ..base(LayerKind::Conv2d)
+        },
+        LayerSpec::MaxPool2d {
+            kernel_size,
+            stride,
+        } => RawLayer {
+            kernel_size: Some(int(kernel_size)),
+            stride: Some(int(stride)),
+            ..base(LayerKind::MaxPool2d)
+        },
+        LayerSpec::AvgPool2d {
+            kernel_size,
+            stride,
+        } => RawLayer {
+            kernel_size: Some(int(kernel_size)),
+            stride: Some(int(stride)),
+            ..base(LayerKind::AvgPool2d)
+        },
+        LayerSpec::Flatten => base(LayerKind::Flatten),
+        LayerSpec::Dense { out_features } => RawLayer {
+            out_features: Some(int(out_features)),
+            ..base(LayerKind::Dense)
+        },
+        LayerSpec::Relu => base(LayerKind::Relu),
+        LayerSpec::Tanh => base(LayerKind::Tanh),
+    }
+}

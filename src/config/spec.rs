@@ -1,0 +1,1445 @@
+//! Config room: the validated experiment spec, and `validate`, the only place values are checked.
+//!
+//! Owns every range check, default and combination rule of the experiment file (δ in (0, 1),
+//! ε > 0, exactly one of `noise.noise_multiplier` and `privacy.epsilon`, keys that do not apply
+//! to the chosen kind, ...). An [`ExperimentSpec`] is plain data: once built it is known valid,
+//! so the rooms that consume it (data, model, train, privacy) never re-check its values; they
+//! only build runtime objects from it. The checks that need the loaded data (a batch larger than
+//! the dataset) are [`ExperimentSpec::check_against_data`]. Must not load data, build models or
+//! run accountants.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use super::error::{ConfigError, Location};
+use super::kinds::{
+    Activation, Architecture, ClipPolicyKind, DatasetName, LayerKind, LrScheduleKind,
+    NoiseScheduleKind, OptimizerKind, SamplerKind, Standardize,
+};
+use super::raw::{
+    RawConfig, RawData, RawLayer, RawLrSchedule, RawModel, RawPrivacy, RawSeeds, RawSynthetic,
+    RawThreads, RawTrain,
+};
+use crate::privacy::accountant::AccountantKind;
+use crate::privacy::event::NeighbouringRelation;
+
+/// Upper bound on layer widths, channel counts and hidden sizes: a sane limit so that a typo
+/// cannot make the model room allocate terabytes.
+pub const MAX_WIDTH: usize = 65_536;
+/// Upper bound on the number of seeds of one experiment.
+pub const MAX_SEEDS: usize = 100_000;
+/// Upper bound on the number of examples of a generated dataset (train or test).
+pub const MAX_SYNTHETIC_EXAMPLES: usize = 10_000_000;
+/// Upper bound on n × d of a generated dataset (4 GiB of f32).
+pub const MAX_SYNTHETIC_CELLS: usize = 1 << 30;
+
+/// A validated experiment: everything `dpx run` needs, every default filled in.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExperimentSpec {
+    /// The file the spec was read from (for error messages; not part of the experiment).
+    pub source: PathBuf,
+    /// `experiment.name`: letters, digits, `.`, `_`, `-`; names the output directory.
+    pub name: String,
+    /// `experiment.description` (may be empty).
+    pub description: String,
+    /// `experiment.seeds`: non-empty, distinct, in the order given.
+    pub seeds: Vec<u64>,
+    pub data: DataSpec,
+    pub model: ModelSpec,
+    pub train: TrainSpec,
+    pub clip: ClipSpec,
+    /// `None` when `privacy.enabled = false` (a non-private baseline).
+    pub privacy: Option<PrivacySpec>,
+    pub output: OutputSpec,
+}
+
+/// `[data]`: where the examples come from and how they are preprocessed.
+///
+/// Preprocessing order (each step fitted on the training split only): keep `classes` and
+/// relabel → `subsample` → validation split → `scale` → `standardize` → PCA → `max_norm`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DataSpec {
+    pub source: DataSource,
+    /// `data.scale`: divide 8-bit pixel values by 255 (to [0, 1]).
+    pub scale: bool,
+    pub standardize: Standardize,
+    /// `data.max_norm`: rescale all rows by one factor so that the largest row norm equals this.
+    pub max_norm: Option<f64>,
+    /// `data.classes`: keep these labels, relabelled 0, 1, ... in the order given.
+    pub classes: Option<Vec<usize>>,
+    /// `data.subsample`: keep this many training examples (drawn with the data seed stream).
+    pub subsample: Option<usize>,
+    /// `data.validation_fraction`: in [0, 1); held out of the training set for evaluation.
+    pub validation_fraction: f64,
+    /// `data.pca_components`: PCA fitted on the training data (not private; outputs say so).
+    pub pca_components: Option<usize>,
+}
+
+/// Where the examples come from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DataSource {
+    /// MNIST, Fashion-MNIST, CIFAR-10 or a9a in their published file layout. `dir: None` is the
+    /// data room's default location (`$DPX_DATA_DIR/<name>` or `data/<name>`).
+    Standard {
+        dataset: DatasetName,
+        dir: Option<PathBuf>,
+    },
+    /// A LIBSVM text file.
+    Libsvm { path: PathBuf, test: TestSet },
+    /// A CSV file of numbers: one label column, the other columns features.
+    Csv {
+        path: PathBuf,
+        test: TestSet,
+        /// 0-based index of the label column.
+        label_column: usize,
+        /// Whether the first line is a header to skip.
+        header: bool,
+    },
+    /// Generated from `seed` (the same data for every run seed).
+    Synthetic(SyntheticSpec),
+}
+
+impl DataSource {
+    /// The `data.dataset` name.
+    pub fn dataset(&self) -> DatasetName {
+        match self {
+            DataSource::Standard { dataset, .. } => *dataset,
+            DataSource::Libsvm { .. } => DatasetName::Libsvm,
+            DataSource::Csv { .. } => DatasetName::Csv,
+            DataSource::Synthetic(s) => s.dataset(),
+        }
+    }
+}
+
+/// The test set of a generic file dataset.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TestSet {
+    /// `data.test_path`.
+    File(PathBuf),
+    /// `data.test_fraction` of the file held out (with the data seed stream).
+    Fraction(f64),
+}
+
+/// `[data.synthetic]`, per generator.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SyntheticSpec {
+    /// k classes, class means at the vertices of a regular simplex with edge `separation`,
+    /// identity covariance, balanced classes.
+    GaussianMixture {
+        n_train: usize,
+        n_test: usize,
+        n_features: usize,
+        n_classes: usize,
+        separation: f64,
+        seed: u64,
+    },
+    /// Two linearly separable clusters in the hypercube at Euclidean distance `separation`
+    /// (dynamic-noise paper, §5: D = 100, distance 10, N = 1000).
+    TwoCluster {
+        n_train: usize,
+        n_test: usize,
+        n_features: usize,
+        separation: f64,
+        seed: u64,
+    },
+    /// u ~ U[0,1]^d, w ~ N(0, I), label sign(u·w) (accelerated-methods paper, §5: n = 1e5, d = 20).
+    LogisticSynthetic {
+        n_train: usize,
+        n_test: usize,
+        n_features: usize,
+        seed: u64,
+    },
+}
+
+impl SyntheticSpec {
+    /// The `data.dataset` name.
+    pub fn dataset(&self) -> DatasetName {
+        match self {
+            SyntheticSpec::GaussianMixture { .. } => DatasetName::GaussianMixture,
+            SyntheticSpec::TwoCluster { .. } => DatasetName::TwoCluster,
+            SyntheticSpec::LogisticSynthetic { .. } => DatasetName::LogisticSynthetic,
+        }
+    }
+}
+
+/// `[model]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelSpec {
+    pub architecture: ModelArchitecture,
+    /// `model.l2`: coefficient λ of the penalty (λ/2)‖θ‖² added to the mean loss; ≥ 0.
+    pub l2: f64,
+}
+
+/// The network. The output layer (one unit per class, or one logit for two classes with
+/// `Logistic`) is always added by the model room; the lists here are the hidden part.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ModelArchitecture {
+    Logistic,
+    Mlp {
+        hidden: Vec<usize>,
+        activation: Activation,
+    },
+    /// Explicit layers, then the output dense layer. A dense layer after a spatial layer
+    /// flattens its input.
+    Cnn {
+        layers: Vec<LayerSpec>,
+    },
+    MnistCnn,
+    CifarCnn,
+}
+
+impl ModelArchitecture {
+    /// The `model.architecture` name.
+    pub fn kind(&self) -> Architecture {
+        match self {
+            ModelArchitecture::Logistic => Architecture::Logistic,
+            ModelArchitecture::Mlp { .. } => Architecture::Mlp,
+            ModelArchitecture::Cnn { .. } => Architecture::Cnn,
+            ModelArchitecture::MnistCnn => Architecture::MnistCnn,
+            ModelArchitecture::CifarCnn => Architecture::CifarCnn,
+        }
+    }
+}
+
+/// One layer of an explicit CNN (`[[model.layers]]`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum LayerSpec {
+    Conv2d {
+        out_channels: usize,
+        kernel_size: usize,
+        stride: usize,
+        padding: usize,
+    },
+    MaxPool2d {
+        kernel_size: usize,
+        stride: usize,
+    },
+    AvgPool2d {
+        kernel_size: usize,
+        stride: usize,
+    },
+    Flatten,
+    Dense {
+        out_features: usize,
+    },
+    Relu,
+    Tanh,
+}
+
+/// `[train]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrainSpec {
+    pub length: TrainLength,
+    pub sampler: Sampler,
+    pub optimizer: OptimizerSpec,
+    /// `train.learning_rate`: η_0 > 0.
+    pub learning_rate: f64,
+    pub lr_schedule: LrSchedule,
+    /// `train.eval_every_epochs` / `train.eval_every_steps`.
+    pub eval_every: Every,
+    pub threads: Threads,
+}
+
+/// `train.epochs` or `train.steps`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrainLength {
+    Epochs(u64),
+    Steps(u64),
+}
+
+/// A period counted in epochs or in steps (evaluation, learning-rate decay).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Every {
+    Epochs(u64),
+    Steps(u64),
+}
+
+/// `train.sampler` with its batch size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sampler {
+    /// Sample rate q = expected_batch_size / n; noisy sums are divided by expected_batch_size.
+    Poisson {
+        expected_batch_size: usize,
+    },
+    Shuffle {
+        batch_size: usize,
+    },
+    FixedSize {
+        batch_size: usize,
+    },
+}
+
+impl Sampler {
+    /// The kind of sampler.
+    pub fn kind(&self) -> SamplerKind {
+        match self {
+            Sampler::Poisson { .. } => SamplerKind::Poisson,
+            Sampler::Shuffle { .. } => SamplerKind::Shuffle,
+            Sampler::FixedSize { .. } => SamplerKind::FixedSize,
+        }
+    }
+
+    /// The (expected, for Poisson) batch size: the divisor of the noisy gradient sum.
+    pub fn batch_size(&self) -> usize {
+        match *self {
+            Sampler::Poisson {
+                expected_batch_size,
+            } => expected_batch_size,
+            Sampler::Shuffle { batch_size } | Sampler::FixedSize { batch_size } => batch_size,
+        }
+    }
+
+    /// The TOML key holding the batch size for this sampler.
+    pub fn batch_key(&self) -> &'static str {
+        match self {
+            Sampler::Poisson { .. } => "train.expected_batch_size",
+            Sampler::Shuffle { .. } | Sampler::FixedSize { .. } => "train.batch_size",
+        }
+    }
+}
+
+/// `train.optimizer` with its parameters.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum OptimizerSpec {
+    Sgd,
+    /// v ← μ·v + g; θ ← θ − η_t·v (PyTorch's SGD momentum, dampening 0). μ in [0, 1).
+    Momentum {
+        momentum: f64,
+    },
+}
+
+impl OptimizerSpec {
+    /// The kind of optimizer.
+    pub fn kind(&self) -> OptimizerKind {
+        match self {
+            OptimizerSpec::Sgd => OptimizerKind::Sgd,
+            OptimizerSpec::Momentum { .. } => OptimizerKind::Momentum,
+        }
+    }
+}
+
+/// `[train.lr_schedule]`: η_t as a pure function of the 0-based step t, with η_0 =
+/// `train.learning_rate`, T the planned number of steps and E the steps per epoch.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum LrSchedule {
+    /// η_t = η_0.
+    Constant,
+    /// η_t = η_0 · factor^⌊t / P⌋ with P the period in steps (`every` converted with E).
+    Step { factor: f64, every: Every },
+    /// η_t = η_0 · factor^(t / P): the continuous version of `Step`.
+    Exponential { factor: f64, every: Every },
+    /// η_t = η_end + (η_0 − η_end)·(1 + cos(π t / T)) / 2.
+    Cosine { final_learning_rate: f64 },
+    /// η_t = η_0 / √(a + c·t) (ADP-SGD paper, schedules S1/S4: a = 20 or 2, c = 1).
+    InvSqrt { a: f64, c: f64 },
+    /// η_t = η_0 − (η_0 − η_end)·√(t / T) (ADP-SGD paper, schedule S2), so η_T = η_end.
+    SqrtToZero { final_learning_rate: f64 },
+}
+
+impl LrSchedule {
+    /// The kind of schedule.
+    pub fn kind(&self) -> LrScheduleKind {
+        match self {
+            LrSchedule::Constant => LrScheduleKind::Constant,
+            LrSchedule::Step { .. } => LrScheduleKind::Step,
+            LrSchedule::Exponential { .. } => LrScheduleKind::Exponential,
+            LrSchedule::Cosine { .. } => LrScheduleKind::Cosine,
+            LrSchedule::InvSqrt { .. } => LrScheduleKind::InvSqrt,
+            LrSchedule::SqrtToZero { .. } => LrScheduleKind::SqrtToZero,
+        }
+    }
+}
+
+/// `train.threads`: worker threads for the seeds (results never depend on it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Threads {
+    /// All available cores.
+    Auto,
+    Count(usize),
+}
+
+/// `[clip]`: the clipping policy.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ClipSpec {
+    /// No clipping (non-private runs only).
+    None,
+    /// g_i ← g_i · min(1, C / ‖g_i‖) with C = `clip_norm` (Abadi et al. 2016, Alg. 1).
+    Flat { clip_norm: f64 },
+}
+
+impl ClipSpec {
+    /// The kind of policy.
+    pub fn kind(&self) -> ClipPolicyKind {
+        match self {
+            ClipSpec::None => ClipPolicyKind::None,
+            ClipSpec::Flat { .. } => ClipPolicyKind::Flat,
+        }
+    }
+}
+
+/// `[noise]` schedule: σ_t = κ·s_t with s_t the shape and κ given or calibrated.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum NoiseSchedule {
+    /// s_t = 1: σ_t = κ at every step.
+    Constant,
+}
+
+impl NoiseSchedule {
+    /// The kind of schedule.
+    pub fn kind(&self) -> NoiseScheduleKind {
+        match self {
+            NoiseSchedule::Constant => NoiseScheduleKind::Constant,
+        }
+    }
+}
+
+/// `[privacy]` (with `[noise]`) of a private run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PrivacySpec {
+    /// `privacy.delta`, in (0, 1).
+    pub delta: f64,
+    pub budget: Budget,
+    pub noise_schedule: NoiseSchedule,
+    /// `privacy.accountant` (default `rdp`).
+    pub accountant: AccountantKind,
+    /// `privacy.neighbouring` (default `add_or_remove_one`).
+    pub neighbouring: NeighbouringRelation,
+    /// `privacy.secure_noise`: draw noise from a cryptographic RNG.
+    pub secure_noise: bool,
+}
+
+/// How the noise scale and the privacy budget relate.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Budget {
+    /// `privacy.epsilon` given: the noise scale κ is calibrated before training so the whole
+    /// planned run spends ε at `delta` under the accountant.
+    Calibrated { epsilon: f64 },
+    /// `noise.noise_multiplier` given: κ = noise_multiplier; the ε spent is reported.
+    NoiseMultiplier { noise_multiplier: f64 },
+    /// `privacy.stop_when_spent = true`: κ = noise_multiplier and training stops before the step
+    /// that would take the spent ε above `epsilon` (the planned length is then a maximum).
+    UntilSpent { noise_multiplier: f64, epsilon: f64 },
+}
+
+/// `[output]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutputSpec {
+    /// `output.dir` (default `results/<experiment.name>`).
+    pub dir: PathBuf,
+}
+
+impl ExperimentSpec {
+    /// The number of steps the run plans: `train.steps`, or ⌈epochs · n_train / batch⌉ where
+    /// batch is the (expected) batch size. Saturates at `u64::MAX`.
+    pub fn planned_steps(&self, n_train: usize) -> u64 {
+        match self.train.length {
+            TrainLength::Steps(s) => s,
+            TrainLength::Epochs(e) => {
+                let b = self.train.sampler.batch_size().max(1) as u128;
+                let total = (e as u128) * (n_train as u128);
+                u64::try_from(total.div_ceil(b)).unwrap_or(u64::MAX)
+            }
+        }
+    }
+
+    /// A period in steps: `Every::Steps(s)` is s; `Every::Epochs(e)` is ⌈e · n_train / batch⌉
+    /// (at least 1), the same rounding as [`planned_steps`](Self::planned_steps), so evaluation
+    /// rows, learning-rate decay and `dpx account --config`'s per-epoch report agree.
+    pub fn period_in_steps(&self, every: Every, n_train: usize) -> u64 {
+        match every {
+            Every::Steps(s) => s,
+            Every::Epochs(e) => {
+                let b = self.train.sampler.batch_size().max(1) as u128;
+                let total = (e as u128) * (n_train as u128);
+                u64::try_from(total.div_ceil(b)).unwrap_or(u64::MAX).max(1)
+            }
+        }
+    }
+
+    /// Poisson sample rate q = expected_batch_size / n_train (the batch fraction for the other
+    /// samplers). `n_train` must be positive (see [`check_against_data`](Self::check_against_data)).
+    pub fn sample_rate(&self, n_train: usize) -> f64 {
+        self.train.sampler.batch_size() as f64 / n_train.max(1) as f64
+    }
+
+    /// The checks that need the loaded data: `n_train` examples in the training split actually
+    /// used (after preprocessing and the validation split), `n_features` features per example
+    /// as the model sees them.
+    pub fn check_against_data(&self, n_train: usize, n_features: usize) -> Result<(), ConfigError> {
+        let at = Location::file(&self.source);
+        if n_train == 0 {
+            return Err(ConfigError::DataMismatch {
+                at,
+                key: "data.dataset".into(),
+                reason: "the training set is empty".into(),
+            });
+        }
+        let batch = self.train.sampler.batch_size();
+        if batch > n_train {
+            return Err(ConfigError::DataMismatch {
+                at,
+                key: self.train.sampler.batch_key().into(),
+                reason: format!(
+                    "the batch size {batch} is larger than the {n_train} training examples"
+                ),
+            });
+        }
+        let needed = match self.model.architecture {
+            ModelArchitecture::MnistCnn => Some((784, "1×28×28")),
+            ModelArchitecture::CifarCnn => Some((3072, "3×32×32")),
+            ModelArchitecture::Logistic
+            | ModelArchitecture::Mlp { .. }
+            | ModelArchitecture::Cnn { .. } => None,
+        };
+        if let Some((d, shape)) = needed.filter(|&(d, _)| d != n_features) {
+            return Err(ConfigError::DataMismatch {
+                at,
+                key: "model.architecture".into(),
+                reason: format!(
+                    "{} needs {shape} inputs ({d} features), the data has {n_features}",
+                    self.model.architecture.kind().name()
+                ),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Check `raw` (read from `source`) and build the spec; the first problem found is returned.
+pub fn validate(raw: &RawConfig, source: &Path) -> Result<ExperimentSpec, ConfigError> {
+    let v = Checker { file: source };
+    let (name, description, seeds) = v.experiment(raw)?;
+    let privacy_enabled = raw.privacy.enabled.unwrap_or(true);
+    let data = v.data(&raw.data)?;
+    let model = v.model(&raw.model)?;
+    if data.pca_components.is_some()
+        && matches!(
+            model.architecture,
+            ModelArchitecture::Cnn { .. }
+                | ModelArchitecture::MnistCnn
+                | ModelArchitecture::CifarCnn
+        )
+    {
+        return Err(v.conflict(
+            "data.pca_components",
+            "model.architecture",
+            "PCA turns images into plain vectors; a CNN needs images",
+        ));
+    }
+    let train = v.train(&raw.train)?;
+    let clip = v.clip(raw, privacy_enabled)?;
+    let privacy = v.privacy(raw, privacy_enabled)?;
+    let dir = match &raw.output.dir {
+        Some(d) if d.trim().is_empty() => {
+            return Err(v.range("output.dir", "a non-empty path", format!("{d:?}")));
+        }
+        Some(d) => PathBuf::from(d),
+        None => Path::new("results").join(&name),
+    };
+    Ok(ExperimentSpec {
+        source: source.to_path_buf(),
+        name,
+        description,
+        seeds,
+        data,
+        model,
+        train,
+        clip,
+        privacy,
+        output: OutputSpec { dir },
+    })
+}
+
+/// The synthetic generators (the synthetic subset of [`DatasetName`]).
+#[derive(Clone, Copy)]
+enum Generator {
+    GaussianMixture,
+    TwoCluster,
+    LogisticSynthetic,
+}
+
+/// The validation helpers, all carrying the file for error locations.
+struct Checker<'a> {
+    file: &'a Path,
+}
+
+type R<T> = Result<T, ConfigError>;
+
+impl Checker<'_> {
+    fn at(&self) -> Location {
+        Location::file(self.file)
+    }
+
+    fn range(&self, key: &str, expected: &str, found: String) -> ConfigError {
+        ConfigError::OutOfRange {
+            at: self.at(),
+            key: key.into(),
+            expected: expected.into(),
+            found,
+        }
+    }
+
+    fn missing(&self, key: &str, reason: &'static str) -> ConfigError {
+        ConfigError::Missing {
+            at: self.at(),
+            key: key.into(),
+            reason,
+        }
+    }
+
+    fn conflict(&self, key: &str, other: &str, reason: &str) -> ConfigError {
+        ConfigError::Conflict {
+            at: self.at(),
+            key: key.into(),
+            other: other.into(),
+            reason: reason.into(),
+        }
+    }
+
+    fn not_applicable(&self, key: &str, reason: String) -> ConfigError {
+        ConfigError::NotApplicable {
+            at: self.at(),
+            key: key.into(),
+            reason,
+        }
+    }
+
+    /// Reject `value` when it is set: the key has no meaning here.
+    fn absent<T>(&self, key: &str, value: &Option<T>, why: impl FnOnce() -> String) -> R<()> {
+        match value {
+            Some(_) => Err(self.not_applicable(key, why())),
+            None => Ok(()),
+        }
+    }
+
+    /// A finite float satisfying `ok`; `expected` describes the allowed range.
+    fn float(&self, key: &str, v: f64, expected: &str, ok: impl Fn(f64) -> bool) -> R<f64> {
+        if v.is_finite() && ok(v) {
+            Ok(v)
+        } else {
+            Err(self.range(key, expected, format!("{v:?}")))
+        }
+    }
+
+    fn positive(&self, key: &str, v: f64) -> R<f64> {
+        self.float(key, v, "a finite number > 0", |x| x > 0.0)
+    }
+
+    /// An integer in `lo..=hi`.
+    fn int(&self, key: &str, v: i64, lo: i64, hi: i64) -> R<u64> {
+        if (lo..=hi).contains(&v) {
+            // lo >= 0 at every call site, so the conversion cannot fail.
+            u64::try_from(v).map_err(|_| self.range(key, "a non-negative integer", v.to_string()))
+        } else if hi == i64::MAX {
+            Err(self.range(key, &format!("an integer ≥ {lo}"), v.to_string()))
+        } else {
+            Err(self.range(key, &format!("an integer in {lo}..={hi}"), v.to_string()))
+        }
+    }
+
+    fn size(&self, key: &str, v: i64, lo: usize, hi: usize) -> R<usize> {
+        let n = self.int(key, v, lo as i64, hi as i64)?;
+        usize::try_from(n).map_err(|_| self.range(key, "a smaller integer", v.to_string()))
+    }
+
+    /// At most one of two keys: both set is a `Conflict` (the caller decides about neither).
+    fn at_most_one<A, B>(&self, ka: &str, a: &Option<A>, kb: &str, b: &Option<B>) -> R<()> {
+        if a.is_some() && b.is_some() {
+            Err(self.conflict(kb, ka, &format!("give either `{ka}` or `{kb}`, not both")))
+        } else {
+            Ok(())
+        }
+    }
+
+    fn experiment(&self, raw: &RawConfig) -> R<(String, String, Vec<u64>)> {
+        let e = &raw.experiment;
+        let name = e
+            .name
+            .clone()
+            .ok_or_else(|| self.missing("experiment.name", "every experiment needs a name"))?;
+        let name_ok = !name.is_empty()
+            && name.chars().count() <= 100
+            && !name.starts_with('.')
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+        if !name_ok {
+            return Err(self.range(
+                "experiment.name",
+                "1 to 100 letters, digits, `.`, `_` or `-`, not starting with `.`",
+                format!("{name:?}"),
+            ));
+        }
+        let seeds = match &e.seeds {
+            None => vec![0],
+            Some(RawSeeds::Count(n)) => {
+                let n = self.int("experiment.seeds", *n, 1, MAX_SEEDS as i64)?;
+                (0..n).collect()
+            }
+            Some(RawSeeds::List(list)) => {
+                if list.is_empty() {
+                    return Err(self.range(
+                        "experiment.seeds",
+                        "at least one seed",
+                        "an empty list".into(),
+                    ));
+                }
+                if list.len() > MAX_SEEDS {
+                    return Err(self.range(
+                        "experiment.seeds",
+                        &format!("at most {MAX_SEEDS} seeds"),
+                        format!("{} seeds", list.len()),
+                    ));
+                }
+                let mut seen = BTreeSet::new();
+                let mut seeds = Vec::with_capacity(list.len());
+                for &s in list {
+                    let s = self.int("experiment.seeds", s, 0, i64::MAX)?;
+                    if !seen.insert(s) {
+                        return Err(self.range(
+                            "experiment.seeds",
+                            "distinct seeds",
+                            format!("{s} twice"),
+                        ));
+                    }
+                    seeds.push(s);
+                }
+                seeds
+            }
+        };
+        Ok((name, e.description.clone().unwrap_or_default(), seeds))
+    }
+
+    fn data(&self, d: &RawData) -> R<DataSpec> {
+        let dataset = d.dataset.ok_or_else(|| {
+            self.missing(
+                "data.dataset",
+                "name a dataset (e.g. \"mnist\" or \"gaussian_mixture\")",
+            )
+        })?;
+        let name = dataset.name();
+        let only_for = |what: &'static str| {
+            move || format!("only used with {what}; data.dataset is \"{name}\"")
+        };
+        if !dataset.is_generic_file() {
+            self.absent("data.test_path", &d.test_path, only_for("libsvm and csv"))?;
+            self.absent(
+                "data.test_fraction",
+                &d.test_fraction,
+                only_for("libsvm and csv"),
+            )?;
+        }
+        if dataset != DatasetName::Csv {
+            self.absent("data.label_column", &d.label_column, only_for("csv"))?;
+            self.absent("data.header", &d.header, only_for("csv"))?;
+        }
+        if !dataset.is_synthetic() {
+            self.absent(
+                "data.synthetic",
+                &d.synthetic,
+                only_for("the synthetic datasets"),
+            )?;
+        }
+        let nonempty_path = |key: &str, p: &String| -> R<PathBuf> {
+            if p.trim().is_empty() {
+                Err(self.range(key, "a non-empty path", format!("{p:?}")))
+            } else {
+                Ok(PathBuf::from(p))
+            }
+        };
+        let test_set = || -> R<TestSet> {
+            self.at_most_one(
+                "data.test_path",
+                &d.test_path,
+                "data.test_fraction",
+                &d.test_fraction,
+            )?;
+            match (&d.test_path, d.test_fraction) {
+                (Some(p), _) => Ok(TestSet::File(nonempty_path("data.test_path", p)?)),
+                (None, f) => Ok(TestSet::Fraction(self.float(
+                    "data.test_fraction",
+                    f.unwrap_or(0.2),
+                    "a fraction in (0, 1)",
+                    |x| x > 0.0 && x < 1.0,
+                )?)),
+            }
+        };
+        let required_path = || -> R<PathBuf> {
+            let p = d.path.as_ref().ok_or_else(|| {
+                self.missing("data.path", "libsvm and csv datasets need the file's path")
+            })?;
+            nonempty_path("data.path", p)
+        };
+        let source = match dataset {
+            DatasetName::Mnist
+            | DatasetName::FashionMnist
+            | DatasetName::Cifar10
+            | DatasetName::A9a => DataSource::Standard {
+                dataset,
+                dir: d
+                    .path
+                    .as_ref()
+                    .map(|p| nonempty_path("data.path", p))
+                    .transpose()?,
+            },
+            DatasetName::Libsvm => DataSource::Libsvm {
+                path: required_path()?,
+                test: test_set()?,
+            },
+            DatasetName::Csv => DataSource::Csv {
+                path: required_path()?,
+                test: test_set()?,
+                label_column: self.size(
+                    "data.label_column",
+                    d.label_column.unwrap_or(0),
+                    0,
+                    1_000_000,
+                )?,
+                header: d.header.unwrap_or(false),
+            },
+            DatasetName::GaussianMixture => {
+                self.absent("data.path", &d.path, only_for("file datasets"))?;
+                DataSource::Synthetic(
+                    self.synthetic(Generator::GaussianMixture, d.synthetic.as_ref())?,
+                )
+            }
+            DatasetName::TwoCluster => {
+                self.absent("data.path", &d.path, only_for("file datasets"))?;
+                DataSource::Synthetic(self.synthetic(Generator::TwoCluster, d.synthetic.as_ref())?)
+            }
+            DatasetName::LogisticSynthetic => {
+                self.absent("data.path", &d.path, only_for("file datasets"))?;
+                DataSource::Synthetic(
+                    self.synthetic(Generator::LogisticSynthetic, d.synthetic.as_ref())?,
+                )
+            }
+        };
+        let standardize = d.standardize.unwrap_or(Standardize::None);
+        if standardize == Standardize::PerChannel && !dataset.is_image() {
+            return Err(self.not_applicable(
+                "data.standardize",
+                format!("\"per_channel\" needs an image dataset; data.dataset is \"{name}\""),
+            ));
+        }
+        let max_norm = d
+            .max_norm
+            .map(|m| self.positive("data.max_norm", m))
+            .transpose()?;
+        let classes = match &d.classes {
+            None => None,
+            Some(list) => {
+                if list.len() < 2 {
+                    return Err(self.range(
+                        "data.classes",
+                        "at least two class labels",
+                        format!("{} label(s)", list.len()),
+                    ));
+                }
+                let mut seen = BTreeSet::new();
+                let mut out = Vec::with_capacity(list.len());
+                for &c in list {
+                    let c = self.size("data.classes", c, 0, MAX_WIDTH)?;
+                    if !seen.insert(c) {
+                        return Err(self.range(
+                            "data.classes",
+                            "distinct class labels",
+                            format!("{c} twice"),
+                        ));
+                    }
+                    out.push(c);
+                }
+                Some(out)
+            }
+        };
+        let subsample = d
+            .subsample
+            .map(|s| self.size("data.subsample", s, 1, 1_000_000_000))
+            .transpose()?;
+        let validation_fraction = self.float(
+            "data.validation_fraction",
+            d.validation_fraction.unwrap_or(0.0),
+            "a fraction in [0, 1)",
+            |x| (0.0..1.0).contains(&x),
+        )?;
+        let pca_components = d
+            .pca_components
+            .map(|k| self.size("data.pca_components", k, 1, MAX_WIDTH))
+            .transpose()?;
+        Ok(DataSpec {
+            source,
+            scale: d.scale.unwrap_or(dataset.is_image()),
+            standardize,
+            max_norm,
+            classes,
+            subsample,
+            validation_fraction,
+            pca_components,
+        })
+    }
+
+    fn synthetic(&self, generator: Generator, s: Option<&RawSynthetic>) -> R<SyntheticSpec> {
+        let empty = RawSynthetic::default();
+        let s = s.unwrap_or(&empty);
+        // Defaults per generator: the papers' sizes where the generator comes from a paper
+        // (dynamic-noise §5: N = 1000, D = 100; accelerated methods §5: n = 1e5, d = 20).
+        let (name, n_train, n_test, n_features) = match generator {
+            Generator::GaussianMixture => ("gaussian_mixture", 10_000, 2_000, 20),
+            Generator::TwoCluster => ("two_cluster", 1000, 1000, 100),
+            Generator::LogisticSynthetic => ("logistic_synthetic", 100_000, 10_000, 20),
+        };
+        let n_train = self.size(
+            "data.synthetic.n_train",
+            s.n_train.unwrap_or(n_train),
+            1,
+            MAX_SYNTHETIC_EXAMPLES,
+        )?;
+        let n_test = self.size(
+            "data.synthetic.n_test",
+            s.n_test.unwrap_or(n_test),
+            1,
+            MAX_SYNTHETIC_EXAMPLES,
+        )?;
+        let n_features = self.size(
+            "data.synthetic.n_features",
+            s.n_features.unwrap_or(n_features),
+            1,
+            MAX_WIDTH,
+        )?;
+        if (n_train + n_test).saturating_mul(n_features) > MAX_SYNTHETIC_CELLS {
+            return Err(self.range(
+                "data.synthetic.n_features",
+                &format!("(n_train + n_test) × n_features ≤ {MAX_SYNTHETIC_CELLS}"),
+                format!("({n_train} + {n_test}) × {n_features}"),
+            ));
+        }
+        let seed = self.int("data.synthetic.seed", s.seed.unwrap_or(0), 0, i64::MAX)?;
+        let separation = |default: f64| {
+            self.positive("data.synthetic.separation", s.separation.unwrap_or(default))
+        };
+        Ok(match generator {
+            Generator::GaussianMixture => {
+                let n_classes = self.size(
+                    "data.synthetic.n_classes",
+                    s.n_classes.unwrap_or(2),
+                    2,
+                    1000,
+                )?;
+                if n_features + 1 < n_classes {
+                    return Err(self.range(
+                        "data.synthetic.n_classes",
+                        "at most n_features + 1 classes (the means form a regular simplex)",
+                        n_classes.to_string(),
+                    ));
+                }
+                SyntheticSpec::GaussianMixture {
+                    n_train,
+                    n_test,
+                    n_features,
+                    n_classes,
+                    separation: separation(4.0)?,
+                    seed,
+                }
+            }
+            Generator::TwoCluster => {
+                self.absent("data.synthetic.n_classes", &s.n_classes, || {
+                    format!("\"{name}\" always has two classes")
+                })?;
+                SyntheticSpec::TwoCluster {
+                    n_train,
+                    n_test,
+                    n_features,
+                    separation: separation(10.0)?,
+                    seed,
+                }
+            }
+            Generator::LogisticSynthetic => {
+                self.absent("data.synthetic.n_classes", &s.n_classes, || {
+                    format!("\"{name}\" always has two classes")
+                })?;
+                self.absent("data.synthetic.separation", &s.separation, || {
+                    format!("\"{name}\" has no separation parameter")
+                })?;
+                SyntheticSpec::LogisticSynthetic {
+                    n_train,
+                    n_test,
+                    n_features,
+                    seed,
+                }
+            }
+        })
+    }
+
+    fn model(&self, m: &RawModel) -> R<ModelSpec> {
+        let arch = m.architecture.ok_or_else(|| {
+            self.missing(
+                "model.architecture",
+                "choose logistic, mlp, cnn, mnist_cnn or cifar_cnn",
+            )
+        })?;
+        let name = arch.name();
+        let only = |what: &'static str| {
+            move || format!("only used with {what}; model.architecture is \"{name}\"")
+        };
+        if arch != Architecture::Mlp {
+            self.absent("model.hidden", &m.hidden, only("mlp"))?;
+            self.absent("model.activation", &m.activation, only("mlp"))?;
+        }
+        if arch != Architecture::Cnn {
+            self.absent("model.layers", &m.layers, only("cnn"))?;
+        }
+        let architecture = match arch {
+            Architecture::Logistic => ModelArchitecture::Logistic,
+            Architecture::MnistCnn => ModelArchitecture::MnistCnn,
+            Architecture::CifarCnn => ModelArchitecture::CifarCnn,
+            Architecture::Mlp => {
+                let hidden = m.hidden.as_ref().ok_or_else(|| {
+                    self.missing(
+                        "model.hidden",
+                        "an mlp needs its hidden sizes, e.g. [512, 512]",
+                    )
+                })?;
+                if hidden.is_empty() || hidden.len() > 64 {
+                    return Err(self.range(
+                        "model.hidden",
+                        "1 to 64 hidden sizes",
+                        format!("{} sizes", hidden.len()),
+                    ));
+                }
+                let hidden = hidden
+                    .iter()
+                    .map(|&h| self.size("model.hidden", h, 1, MAX_WIDTH))
+                    .collect::<R<Vec<_>>>()?;
+                ModelArchitecture::Mlp {
+                    hidden,
+                    activation: m.activation.unwrap_or(Activation::Relu),
+                }
+            }
+            Architecture::Cnn => {
+                let layers = m.layers.as_ref().ok_or_else(|| {
+                    self.missing("model.layers", "a cnn needs its [[model.layers]] list")
+                })?;
+                if layers.is_empty() || layers.len() > 1024 {
+                    return Err(self.range(
+                        "model.layers",
+                        "1 to 1024 layers",
+                        format!("{} layers", layers.len()),
+                    ));
+                }
+                let layers = layers
+                    .iter()
+                    .enumerate()
+                    .map(|(i, l)| self.layer(i, l))
+                    .collect::<R<Vec<_>>>()?;
+                ModelArchitecture::Cnn { layers }
+            }
+        };
+        let l2 = self.float(
+            "model.l2",
+            m.l2.unwrap_or(0.0),
+            "a finite number ≥ 0",
+            |x| x >= 0.0,
+        )?;
+        Ok(ModelSpec { architecture, l2 })
+    }
+
+    fn layer(&self, i: usize, l: &RawLayer) -> R<LayerSpec> {
+        let key = |k: &str| format!("model.layers[{i}].{k}");
+        let kind = l
+            .kind
+            .ok_or_else(|| self.missing(&key("kind"), "every layer needs a kind"))?;
+        let why = || format!("not a parameter of a {} layer", kind.name());
+        let need = |k: &str, v: Option<i64>, lo: usize, hi: usize| -> R<usize> {
+            let v = v.ok_or_else(|| ConfigError::Missing {
+                at: self.at(),
+                key: key(k),
+                reason: "required for this layer kind",
+            })?;
+            self.size(&key(k), v, lo, hi)
+        };
+        let opt = |k: &str, v: Option<i64>, default: usize, lo: usize, hi: usize| -> R<usize> {
+            match v {
+                Some(v) => self.size(&key(k), v, lo, hi),
+                None => Ok(default),
+            }
+        };
+        let uses = |out_channels: bool, kernel: bool, padding: bool, out_features: bool| -> R<()> {
+            if !out_channels {
+                self.absent(&key("out_channels"), &l.out_channels, why)?;
+            }
+            if !kernel {
+                self.absent(&key("kernel_size"), &l.kernel_size, why)?;
+                self.absent(&key("stride"), &l.stride, why)?;
+            }
+            if !padding {
+                self.absent(&key("padding"), &l.padding, why)?;
+            }
+            if !out_features {
+                self.absent(&key("out_features"), &l.out_features, why)?;
+            }
+            Ok(())
+        };
+        Ok(match kind {
+            LayerKind::Conv2d => {
+                uses(true, true, true, false)?;
+                LayerSpec::Conv2d {
+                    out_channels: need("out_channels", l.out_channels, 1, MAX_WIDTH)?,
+                    kernel_size: need("kernel_size", l.kernel_size, 1, 64)?,
+                    stride: opt("stride", l.stride, 1, 1, 64)?,
+                    padding: opt("padding", l.padding, 0, 0, 64)?,
+                }
+            }
+            LayerKind::MaxPool2d | LayerKind::AvgPool2d => {
+                uses(false, true, false, false)?;
+                let kernel_size = need("kernel_size", l.kernel_size, 1, 64)?;
+                let stride = opt("stride", l.stride, kernel_size, 1, 64)?;
+                if kind == LayerKind::MaxPool2d {
+                    LayerSpec::MaxPool2d {
+                        kernel_size,
+                        stride,
+                    }
+                } else {
+                    LayerSpec::AvgPool2d {
+                        kernel_size,
+                        stride,
+                    }
+                }
+            }
+            LayerKind::Dense => {
+                uses(false, false, false, true)?;
+                LayerSpec::Dense {
+                    out_features: need("out_features", l.out_features, 1, MAX_WIDTH)?,
+                }
+            }
+            LayerKind::Flatten => {
+                uses(false, false, false, false)?;
+                LayerSpec::Flatten
+            }
+            LayerKind::Relu => {
+                uses(false, false, false, false)?;
+                LayerSpec::Relu
+            }
+            LayerKind::Tanh => {
+                uses(false, false, false, false)?;
+                LayerSpec::Tanh
+            }
+        })
+    }
+
+    fn train(&self, t: &RawTrain) -> R<TrainSpec> {
+        let length = match (t.epochs, t.steps) {
+            (Some(_), Some(_)) => {
+                return Err(self.conflict(
+                    "train.steps",
+                    "train.epochs",
+                    "give either `train.epochs` or `train.steps`, not both",
+                ));
+            }
+            (Some(e), None) => TrainLength::Epochs(self.int("train.epochs", e, 1, 1_000_000)?),
+            (None, Some(s)) => TrainLength::Steps(self.int("train.steps", s, 1, i64::MAX)?),
+            (None, None) => {
+                return Err(self.missing("train.epochs", "give `train.epochs` or `train.steps`"));
+            }
+        };
+        let kind = t.sampler.unwrap_or(SamplerKind::Poisson);
+        let batch = |key: &str, v: i64| self.size(key, v, 1, 100_000_000);
+        let sampler = match kind {
+            SamplerKind::Poisson => {
+                self.at_most_one(
+                    "train.batch_size",
+                    &t.batch_size,
+                    "train.expected_batch_size",
+                    &t.expected_batch_size,
+                )?;
+                let expected_batch_size = match (t.expected_batch_size, t.batch_size) {
+                    (Some(b), _) => batch("train.expected_batch_size", b)?,
+                    (None, Some(b)) => batch("train.batch_size", b)?,
+                    (None, None) => {
+                        return Err(self.missing(
+                            "train.expected_batch_size",
+                            "Poisson sampling needs an expected batch size",
+                        ));
+                    }
+                };
+                Sampler::Poisson {
+                    expected_batch_size,
+                }
+            }
+            SamplerKind::Shuffle | SamplerKind::FixedSize => {
+                self.absent("train.expected_batch_size", &t.expected_batch_size, || {
+                    format!(
+                        "only used with sampler = \"poisson\"; use `train.batch_size` with \"{}\"",
+                        kind.name()
+                    )
+                })?;
+                let b = t.batch_size.ok_or_else(|| {
+                    self.missing("train.batch_size", "the sampler needs a batch size")
+                })?;
+                let batch_size = batch("train.batch_size", b)?;
+                if kind == SamplerKind::Shuffle {
+                    Sampler::Shuffle { batch_size }
+                } else {
+                    Sampler::FixedSize { batch_size }
+                }
+            }
+        };
+        let optimizer = match t.optimizer.unwrap_or(OptimizerKind::Sgd) {
+            OptimizerKind::Sgd => {
+                self.absent("train.momentum", &t.momentum, || {
+                    "only used with optimizer = \"momentum\"".into()
+                })?;
+                OptimizerSpec::Sgd
+            }
+            OptimizerKind::Momentum => OptimizerSpec::Momentum {
+                momentum: self.float(
+                    "train.momentum",
+                    t.momentum.unwrap_or(0.9),
+                    "a number in [0, 1)",
+                    |x| (0.0..1.0).contains(&x),
+                )?,
+            },
+        };
+        let learning_rate = t.learning_rate.ok_or_else(|| {
+            self.missing("train.learning_rate", "give the (initial) learning rate")
+        })?;
+        let learning_rate = self.positive("train.learning_rate", learning_rate)?;
+        let lr_schedule = self.lr_schedule(t.lr_schedule.as_ref(), learning_rate)?;
+        let eval_every = self
+            .every(
+                "train.eval_every_epochs",
+                t.eval_every_epochs,
+                "train.eval_every_steps",
+                t.eval_every_steps,
+            )?
+            .unwrap_or(Every::Epochs(1));
+        let threads = match &t.threads {
+            None | Some(RawThreads::Auto(_)) => Threads::Auto,
+            Some(RawThreads::Count(n)) => {
+                Threads::Count(self.size("train.threads", *n, 1, 1024)?)
+            }
+        };
+        Ok(TrainSpec {
+            length,
+            sampler,
+            optimizer,
+            learning_rate,
+            lr_schedule,
+            eval_every,
+            threads,
+        })
+    }
+
+    /// At most one of a pair of `*_epochs` / `*_steps` keys, each ≥ 1.
+    fn every(&self, ke: &str, e: Option<i64>, ks: &str, s: Option<i64>) -> R<Option<Every>> {
+        self.at_most_one(ke, &e, ks, &s)?;
+        Ok(match (e, s) {
+            (Some(e), _) => Some(Every::Epochs(self.int(ke, e, 1, i64::MAX)?)),
+            (None, Some(s)) => Some(Every::Steps(self.int(ks, s, 1, i64::MAX)?)),
+            (None, None) => None,
+        })
+    }
+
+    fn lr_schedule(&self, s: Option<&RawLrSchedule>, lr: f64) -> R<LrSchedule> {
+        let empty = RawLrSchedule::default();
+        let s = s.unwrap_or(&empty);
+        let kind = s.kind.unwrap_or(LrScheduleKind::Constant);
+        let k = |name: &str| format!("train.lr_schedule.{name}");
+        let why = || {
+            format!(
+                "not a parameter of the \"{}\" learning-rate schedule",
+                kind.name()
+            )
+        };
+        let uses_factor = matches!(kind, LrScheduleKind::Step | LrScheduleKind::Exponential);
+        let uses_final = matches!(kind, LrScheduleKind::Cosine | LrScheduleKind::SqrtToZero);
+        let uses_ac = kind == LrScheduleKind::InvSqrt;
+        if !uses_factor {
+            self.absent(&k("factor"), &s.factor, why)?;
+            self.absent(&k("every_epochs"), &s.every_epochs, why)?;
+            self.absent(&k("every_steps"), &s.every_steps, why)?;
+        }
+        if !uses_final {
+            self.absent(&k("final_learning_rate"), &s.final_learning_rate, why)?;
+        }
+        if !uses_ac {
+            self.absent(&k("a"), &s.a, why)?;
+            self.absent(&k("c"), &s.c, why)?;
+        }
+        let final_lr = || {
+            self.float(
+                &k("final_learning_rate"),
+                s.final_learning_rate.unwrap_or(0.0),
+                "a number in [0, train.learning_rate]",
+                |x| (0.0..=lr).contains(&x),
+            )
+        };
+        let decay = || -> R<(f64, Every)> {
+            let factor = s.factor.ok_or_else(|| ConfigError::Missing {
+                at: self.at(),
+                key: k("factor"),
+                reason: "the decay factor per period, in (0, 1]",
+            })?;
+            let factor = self.float(&k("factor"), factor, "a number in (0, 1]", |x| {
+                x > 0.0 && x <= 1.0
+            })?;
+            let every = self
+                .every(
+                    &k("every_epochs"),
+                    s.every_epochs,
+                    &k("every_steps"),
+                    s.every_steps,
+                )?
+                .ok_or_else(|| ConfigError::Missing {
+                    at: self.at(),
+                    key: k("every_epochs"),
+                    reason: "give the decay period as `every_epochs` or `every_steps`",
+                })?;
+            Ok((factor, every))
+        };
+        Ok(match kind {
+            LrScheduleKind::Constant => LrSchedule::Constant,
+            LrScheduleKind::Step => {
+                let (factor, every) = decay()?;
+                LrSchedule::Step { factor, every }
+            }
+            LrScheduleKind::Exponential => {
+                let (factor, every) = decay()?;
+                LrSchedule::Exponential { factor, every }
+            }
+            LrScheduleKind::Cosine => LrSchedule::Cosine {
+                final_learning_rate: final_lr()?,
+            },
+            LrScheduleKind::SqrtToZero => LrSchedule::SqrtToZero {
+                final_learning_rate: final_lr()?,
+            },
+            LrScheduleKind::InvSqrt => {
+                let a = s.a.ok_or_else(|| ConfigError::Missing {
+                    at: self.at(),
+                    key: k("a"),
+                    reason: "η_t = η_0/√(a + c·t) needs a > 0",
+                })?;
+                let c = s.c.ok_or_else(|| ConfigError::Missing {
+                    at: self.at(),
+                    key: k("c"),
+                    reason: "η_t = η_0/√(a + c·t) needs c ≥ 0",
+                })?;
+                LrSchedule::InvSqrt {
+                    a: self.positive(&k("a"), a)?,
+                    c: self.float(&k("c"), c, "a finite number ≥ 0", |x| x >= 0.0)?,
+                }
+            }
+        })
+    }
+
+    fn clip(&self, raw: &RawConfig, private: bool) -> R<ClipSpec> {
+        let c = &raw.clip;
+        // Without a policy: flat when private or when a clip norm is given, else none.
+        let default = if private || c.clip_norm.is_some() {
+            ClipPolicyKind::Flat
+        } else {
+            ClipPolicyKind::None
+        };
+        Ok(match c.policy.unwrap_or(default) {
+            ClipPolicyKind::None => {
+                if private {
+                    return Err(self.conflict(
+                        "clip.policy",
+                        "privacy.enabled",
+                        "a private run must clip (\"none\" is only for privacy.enabled = false)",
+                    ));
+                }
+                self.absent("clip.clip_norm", &c.clip_norm, || {
+                    "not used with clip.policy = \"none\"".into()
+                })?;
+                ClipSpec::None
+            }
+            ClipPolicyKind::Flat => {
+                let clip_norm = c.clip_norm.ok_or_else(|| {
+                    self.missing("clip.clip_norm", "flat clipping needs the norm bound C")
+                })?;
+                ClipSpec::Flat {
+                    clip_norm: self.positive("clip.clip_norm", clip_norm)?,
+                }
+            }
+        })
+    }
+
+    fn privacy(&self, raw: &RawConfig, enabled: bool) -> R<Option<PrivacySpec>> {
+        let p: &RawPrivacy = &raw.privacy;
+        let n = &raw.noise;
+        if !enabled {
+            let why = || "not used with privacy.enabled = false".to_string();
+            self.absent("privacy.epsilon", &p.epsilon, why)?;
+            self.absent("privacy.delta", &p.delta, why)?;
+            self.absent("privacy.accountant", &p.accountant, why)?;
+            self.absent("privacy.neighbouring", &p.neighbouring, why)?;
+            self.absent("privacy.secure_noise", &p.secure_noise, why)?;
+            self.absent("privacy.stop_when_spent", &p.stop_when_spent, why)?;
+            self.absent("noise.schedule", &n.schedule, why)?;
+            self.absent("noise.noise_multiplier", &n.noise_multiplier, why)?;
+            return Ok(None);
+        }
+        let delta = p
+            .delta
+            .ok_or_else(|| self.missing("privacy.delta", "a private run needs δ (e.g. 1e-5)"))?;
+        let delta = self.float("privacy.delta", delta, "a value in (0, 1)", |x| {
+            x > 0.0 && x < 1.0
+        })?;
+        let epsilon = p
+            .epsilon
+            .map(|e| self.positive("privacy.epsilon", e))
+            .transpose()?;
+        let sigma = n
+            .noise_multiplier
+            .map(|s| self.positive("noise.noise_multiplier", s))
+            .transpose()?;
+        let budget = if p.stop_when_spent.unwrap_or(false) {
+            match (sigma, epsilon) {
+                (Some(noise_multiplier), Some(epsilon)) => Budget::UntilSpent {
+                    noise_multiplier,
+                    epsilon,
+                },
+                (None, _) => {
+                    return Err(self.missing(
+                        "noise.noise_multiplier",
+                        "privacy.stop_when_spent = true trains at a given noise multiplier until privacy.epsilon is spent",
+                    ));
+                }
+                (Some(_), None) => {
+                    return Err(self.missing(
+                        "privacy.epsilon",
+                        "privacy.stop_when_spent = true needs the budget ε to stop at",
+                    ));
+                }
+            }
+        } else {
+            match (sigma, epsilon) {
+                (Some(_), Some(_)) => {
+                    return Err(self.conflict(
+                        "noise.noise_multiplier",
+                        "privacy.epsilon",
+                        "give either `noise.noise_multiplier` (ε is then reported) or `privacy.epsilon` (σ is then calibrated), not both",
+                    ));
+                }
+                (Some(noise_multiplier), None) => Budget::NoiseMultiplier { noise_multiplier },
+                (None, Some(epsilon)) => Budget::Calibrated { epsilon },
+                (None, None) => {
+                    return Err(self.missing(
+                        "privacy.epsilon",
+                        "a private run needs `privacy.epsilon` (to calibrate σ) or `noise.noise_multiplier`",
+                    ));
+                }
+            }
+        };
+        let noise_schedule = match n.schedule.unwrap_or(NoiseScheduleKind::Constant) {
+            NoiseScheduleKind::Constant => NoiseSchedule::Constant,
+        };
+        Ok(Some(PrivacySpec {
+            delta,
+            budget,
+            noise_schedule,
+            accountant: p.accountant.unwrap_or(AccountantKind::Rdp),
+            neighbouring: p.neighbouring.unwrap_or_default(),
+            secure_noise: p.secure_noise.unwrap_or(false),
+        }))
+    }
+}
