@@ -158,8 +158,9 @@ pub fn load_cifar_dir(dir: &Path) -> Result<TrainTest, DataError> {
             dataset: "cifar10".to_string(),
             expected: format!("{stem}.bin or {stem}.bin.gz"),
             looked_in: vec![dir.to_path_buf()],
-            hint: "the directory is incomplete; get the whole dataset with `dpx data fetch cifar10`"
-                .to_string(),
+            hint:
+                "the directory is incomplete; get the whole dataset with `dpx data fetch cifar10`"
+                    .to_string(),
         })
     };
     let mut train = CifarBatches::default();

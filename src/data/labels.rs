@@ -68,11 +68,7 @@ impl LabelMap {
     /// Map raw labels (already validated by [`LabelMap::infer`]) to class indices.
     pub fn apply(&self, raw: &RawLabels) -> Vec<usize> {
         match self {
-            LabelMap::PlusMinusOne => raw
-                .values
-                .iter()
-                .map(|&v| usize::from(v > 0.0))
-                .collect(),
+            LabelMap::PlusMinusOne => raw.values.iter().map(|&v| usize::from(v > 0.0)).collect(),
             LabelMap::Identity { .. } => raw.values.iter().map(|&v| v as usize).collect(),
         }
     }

@@ -162,7 +162,11 @@ pub fn clip_row_norms(ds: &mut Dataset, max_norm: f64) -> Result<(), DataError> 
         return Err(invalid("max_norm", "a finite number > 0", max_norm));
     }
     for mut row in ds.features.rows_mut() {
-        let norm = row.iter().map(|&x| f64::from(x).powi(2)).sum::<f64>().sqrt();
+        let norm = row
+            .iter()
+            .map(|&x| f64::from(x).powi(2))
+            .sum::<f64>()
+            .sqrt();
         if norm > max_norm {
             let f = (max_norm / norm) as f32;
             row.mapv_inplace(|x| x * f);
@@ -302,7 +306,11 @@ impl Pca {
     pub fn fit(train: &Dataset, k: usize) -> Result<Self, DataError> {
         let (n, d) = train.features.dim();
         if k == 0 || k > d {
-            return Err(invalid("pca components", format!("an integer in 1..={d}"), k));
+            return Err(invalid(
+                "pca components",
+                format!("an integer in 1..={d}"),
+                k,
+            ));
         }
         if n < 2 {
             return Err(invalid("pca", "at least 2 training examples", n));
@@ -380,7 +388,7 @@ fn top_eigenpairs(a: ArrayView2<f64>, k: usize) -> (Vec<f64>, Array2<f64>) {
     let (values, vectors) = if p == d {
         jacobi_eigen(a.to_owned())
     } else {
-        let mut rng = ChaCha8Rng::seed_from_u64(0x5eed_9ca);
+        let mut rng = ChaCha8Rng::seed_from_u64(0x05ee_d9ca);
         let mut q = Array2::from_shape_fn((d, p), |_| rng.sample::<f64, _>(StandardNormal));
         orthonormalize(&mut q, &mut rng);
         let mut last: Vec<f64> = vec![f64::INFINITY; k];

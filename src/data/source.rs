@@ -97,10 +97,7 @@ impl FromStr for NamedDataset {
             .find(|d| d.name() == s)
             .ok_or_else(|| DataError::InvalidParameter {
                 name: "dataset",
-                expected: format!(
-                    "one of {}",
-                    NamedDataset::ALL.map(|d| d.name()).join(", ")
-                ),
+                expected: format!("one of {}", NamedDataset::ALL.map(|d| d.name()).join(", ")),
                 found: s.to_string(),
             })
     }

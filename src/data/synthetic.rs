@@ -220,7 +220,10 @@ impl TwoClusters {
             Err(invalid(
                 "two_clusters",
                 "a distance large enough for separable draws",
-                format!("distance {} with noise_std {}", self.distance, self.noise_std),
+                format!(
+                    "distance {} with noise_std {}",
+                    self.distance, self.noise_std
+                ),
             ))
         };
         let mut row = row;
@@ -271,7 +274,12 @@ impl GaussianMixture {
                     }
                 }
             }
-            let norm = v.iter().map(|a| a * a).sum::<f64>().sqrt().max(f64::MIN_POSITIVE);
+            let norm = v
+                .iter()
+                .map(|a| a * a)
+                .sum::<f64>()
+                .sqrt()
+                .max(f64::MIN_POSITIVE);
             v.iter_mut().for_each(|a| *a /= norm);
             q.push(v);
         }
@@ -285,7 +293,11 @@ impl GaussianMixture {
     pub fn generate(&self, seed: u64) -> Result<TrainTest, DataError> {
         check_sizes(self.n_train, self.n_test, self.dim)?;
         if !(2..=65_536).contains(&self.num_classes) {
-            return Err(invalid("num_classes", "an integer in 2..=65536", self.num_classes));
+            return Err(invalid(
+                "num_classes",
+                "an integer in 2..=65536",
+                self.num_classes,
+            ));
         }
         finite_nonneg("separation", self.separation)?;
         finite_nonneg("noise_std", self.noise_std)?;
