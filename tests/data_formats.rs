@@ -80,7 +80,10 @@ fn idx_wrong_magic() {
     b[2] = 0x0D; // float data, not unsigned bytes
     assert!(matches!(read_idx(&b[..]), Err(DataError::BadMagic { .. })));
     let png = b"\x89PNG\r\n\x1a\n....".to_vec();
-    assert!(matches!(read_idx(&png[..]), Err(DataError::BadMagic { .. })));
+    assert!(matches!(
+        read_idx(&png[..]),
+        Err(DataError::BadMagic { .. })
+    ));
 }
 
 #[test]
@@ -88,9 +91,15 @@ fn idx_truncated_header_and_body() {
     let (images, _) = small_idx();
     for cut in [2, 6, images.len() - 1] {
         let err = read_idx(&images[..cut]).unwrap_err();
-        assert!(matches!(err, DataError::Truncated { .. }), "cut {cut}: {err}");
+        assert!(
+            matches!(err, DataError::Truncated { .. }),
+            "cut {cut}: {err}"
+        );
         let err = read_idx(&gzip(&images[..cut])[..]).unwrap_err();
-        assert!(matches!(err, DataError::Truncated { .. }), "gz cut {cut}: {err}");
+        assert!(
+            matches!(err, DataError::Truncated { .. }),
+            "gz cut {cut}: {err}"
+        );
     }
     // A gzip stream cut in the middle is an I/O error (unexpected end), not a panic.
     let gz = gzip(&images);
@@ -108,7 +117,14 @@ fn idx_truncated_raw_file_is_caught_from_the_file_length() {
     let p = write(dir.path(), "short", &images[..images.len() - 4]);
     let err = read_idx_file(&p).unwrap_err();
     assert!(
-        matches!(err, DataError::Truncated { expected_bytes: 34, found_bytes: 30, .. }),
+        matches!(
+            err,
+            DataError::Truncated {
+                expected_bytes: 34,
+                found_bytes: 30,
+                ..
+            }
+        ),
         "{err}"
     );
 }
@@ -271,7 +287,10 @@ fn cifar_official_tarball_read_directly() {
             cifar_bytes(2, 2 * k),
         ));
     }
-    let m: Vec<(&str, Vec<u8>)> = members.iter().map(|(n, d)| (n.as_str(), d.clone())).collect();
+    let m: Vec<(&str, Vec<u8>)> = members
+        .iter()
+        .map(|(n, d)| (n.as_str(), d.clone()))
+        .collect();
     let tt = cifar::read_cifar_tar(&cifar_tar(&m)[..]).unwrap();
     assert_eq!(tt.train.labels, (0..10).collect::<Vec<_>>());
     assert_eq!(tt.test.len(), 3);
@@ -307,7 +326,10 @@ const LIBSVM_TEXT: &str = "\
 
 #[test]
 fn libsvm_parses_labels_indices_and_comments() {
-    for bytes in [LIBSVM_TEXT.as_bytes().to_vec(), gzip(LIBSVM_TEXT.as_bytes())] {
+    for bytes in [
+        LIBSVM_TEXT.as_bytes().to_vec(),
+        gzip(LIBSVM_TEXT.as_bytes()),
+    ] {
         let f = read_libsvm(&bytes[..]).unwrap();
         assert_eq!(f.max_index, 11);
         assert_eq!(f.labels.lines, vec![1, 2, 4]);
@@ -345,13 +367,17 @@ fn libsvm_fixed_feature_count_makes_train_and_test_agree() {
 #[test]
 fn libsvm_hostile_lines() {
     let cases: [(&str, fn(&DataError) -> bool); 7] = [
-        ("+1 0:1\n", |e| matches!(e, DataError::FeatureIndex { index: 0, .. })),
+        ("+1 0:1\n", |e| {
+            matches!(e, DataError::FeatureIndex { index: 0, .. })
+        }),
         ("+1 a:1\n", |e| matches!(e, DataError::Parse { .. })),
         ("+1 3:x\n", |e| matches!(e, DataError::Parse { .. })),
         ("+1 3:nan\n", |e| matches!(e, DataError::NonFinite { .. })),
         ("+1 3:inf\n", |e| matches!(e, DataError::NonFinite { .. })),
         ("yes 3:1\n", |e| matches!(e, DataError::Parse { .. })),
-        ("+1 99999999999:1\n", |e| matches!(e, DataError::FeatureIndex { .. })),
+        ("+1 99999999999:1\n", |e| {
+            matches!(e, DataError::FeatureIndex { .. })
+        }),
     ];
     for (text, check) in cases {
         let err = read_libsvm(text.as_bytes()).unwrap_err();
@@ -379,7 +405,10 @@ fn libsvm_multiclass_labels_are_class_indices() {
     // −1 mixed with 0 is neither ±1 nor class indices.
     let bad = write(dir.path(), "bad", b"-1 1:1\n0 1:1\n");
     let err = load_libsvm_pair(&bad, &test, None).unwrap_err();
-    assert!(matches!(err, DataError::BadLabel { line: Some(1), .. }), "{err}");
+    assert!(
+        matches!(err, DataError::BadLabel { line: Some(1), .. }),
+        "{err}"
+    );
 }
 
 // ---------------------------------------------------------------- CSV
@@ -415,10 +444,20 @@ fn csv_hostile_inputs() {
     let e = read_csv(&b"a,label\nx,1\n"[..], &opts).unwrap_err();
     assert!(matches!(e, DataError::Parse { line: Some(2), .. }), "{e}");
     let e = read_csv(&b"a,label\nNaN,1\n"[..], &opts).unwrap_err();
-    assert!(matches!(e, DataError::NonFinite { line: Some(2), .. }), "{e}");
+    assert!(
+        matches!(e, DataError::NonFinite { line: Some(2), .. }),
+        "{e}"
+    );
     let e = read_csv(&b"a,label\n1,1\n1,2,3\n"[..], &opts).unwrap_err();
     assert!(
-        matches!(e, DataError::RaggedRow { expected: 2, found: 3, .. }),
+        matches!(
+            e,
+            DataError::RaggedRow {
+                expected: 2,
+                found: 3,
+                ..
+            }
+        ),
         "{e}"
     );
     let e = read_csv(&b"a,b\n1,1\n"[..], &opts).unwrap_err();
