@@ -366,7 +366,8 @@ fn libsvm_fixed_feature_count_makes_train_and_test_agree() {
 
 #[test]
 fn libsvm_hostile_lines() {
-    let cases: [(&str, fn(&DataError) -> bool); 7] = [
+    type Check = fn(&DataError) -> bool;
+    let cases: [(&str, Check); 7] = [
         ("+1 0:1\n", |e| {
             matches!(e, DataError::FeatureIndex { index: 0, .. })
         }),

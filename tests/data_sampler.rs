@@ -141,7 +141,7 @@ fn shuffle_covers_each_epoch_and_is_uniform() {
     assert_eq!((s.batches_per_epoch(), s.expected_batch_size()), (3, 3.0));
     let mut rng = ChaCha8Rng::seed_from_u64(11);
     let epochs = 30_000;
-    let mut first = vec![0u64; 10];
+    let mut first = [0u64; 10];
     for e in 0..epochs {
         let mut seen = Vec::new();
         for b in 0..3 {
