@@ -75,6 +75,21 @@ fn mnist_counts_shapes_labels_and_pixel_means() {
     let m35 = keep_classes(&tt.train, &[3, 5]).unwrap();
     assert_eq!(m35.len(), 6131 + 5421);
     assert_eq!(m35.labels.iter().filter(|&&l| l == 0).count(), 6131);
+
+    // The paper's MNIST35: 1000 images of 3 and 5, PCA to 60 dimensions.
+    use dpx::data::preprocess::{Step, apply_steps};
+    let steps = [
+        Step::KeepClasses(vec![3, 5]),
+        Step::SubsampleTrain { n: 1000 },
+        Step::ScaleToUnit,
+        Step::Pca { components: 60 },
+    ];
+    let p = apply_steps(tt, &steps, 0).unwrap();
+    assert_eq!(p.data.train.features.dim(), (1000, 60));
+    assert_eq!(p.data.test.features.dim(), (1902, 60)); // 1010 threes + 892 fives in t10k
+    // Projected training columns are centred (PCA subtracts the training mean).
+    let col0 = p.data.train.features.column(0);
+    assert!(col0.iter().map(|&x| f64::from(x)).sum::<f64>().abs() / 1000.0 < 1e-4);
 }
 
 #[test]

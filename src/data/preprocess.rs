@@ -380,118 +380,229 @@ pub fn pca(data: &TrainTest, k: usize) -> Result<(TrainTest, Pca), DataError> {
     ))
 }
 
-/// The `k` largest eigenvalues (descending) and eigenvectors (columns, `[d, k]`) of a symmetric
-/// positive semi-definite matrix, by subspace iteration with Rayleigh–Ritz.
-fn top_eigenpairs(a: ArrayView2<f64>, k: usize) -> (Vec<f64>, Array2<f64>) {
-    let d = a.nrows();
-    let p = (k + 10).min(d);
-    let (values, vectors) = if p == d {
-        jacobi_eigen(a.to_owned())
-    } else {
-        let mut rng = ChaCha8Rng::seed_from_u64(0x05ee_d9ca);
-        let mut q = Array2::from_shape_fn((d, p), |_| rng.sample::<f64, _>(StandardNormal));
-        orthonormalize(&mut q, &mut rng);
-        let mut last: Vec<f64> = vec![f64::INFINITY; k];
-        let mut result = (Vec::new(), Array2::zeros((d, p)));
-        for _ in 0..2000 {
-            let z = a.dot(&q);
-            let h = q.t().dot(&z);
-            let h = (&h + &h.t()) * 0.5;
-            let (vals, v) = jacobi_eigen(h);
-            let ritz = q.dot(&v);
-            let converged = vals
-                .iter()
-                .zip(&last)
-                .take(k)
-                .all(|(a, b)| (a - b).abs() <= 1e-12 * vals[0].abs().max(1e-300));
-            last = vals.clone();
-            result = (vals, ritz);
-            if converged {
-                break;
-            }
-            q = z;
-            orthonormalize(&mut q, &mut rng);
-        }
-        result
-    };
-    (
-        values.into_iter().take(k).collect(),
-        vectors.slice(s![.., ..k]).to_owned(),
-    )
+/// One preprocessing step, as a config lists them; see [`apply_steps`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    /// x / 255 ([`scale_to_unit`]).
+    ScaleToUnit,
+    /// [`Standardizer`] fitted on train, applied to both.
+    Standardize(StandardizeMode),
+    /// Each row to L2 norm at most `max_norm` ([`clip_row_norms`]), train and test.
+    ClipRowNorm { max_norm: f64 },
+    /// One factor so the largest train row norm is `max_norm` ([`scale_max_row_norm`]).
+    ScaleMaxRowNorm { max_norm: f64 },
+    /// Keep these classes, relabelled in order ([`keep_classes`]), train and test.
+    KeepClasses(Vec<usize>),
+    /// A uniform subset of `n` training examples ([`subsample`]).
+    SubsampleTrain { n: usize },
+    /// A uniform subset of `n` test examples ([`subsample`]).
+    SubsampleTest { n: usize },
+    /// Hold out `size` training examples and use them as the evaluation set in place of the
+    /// test set ([`train_validation_split`]), e.g. for tuning without touching the test set.
+    ValidationAsTest { size: usize },
+    /// PCA to `components` dimensions fitted on train ([`Pca`]).
+    Pca { components: usize },
 }
 
-/// Modified Gram–Schmidt on the columns of `q`, in place; a column that vanishes (rank
-/// deficiency) is replaced by a fresh random direction.
-fn orthonormalize(q: &mut Array2<f64>, rng: &mut ChaCha8Rng) {
-    let (d, p) = q.dim();
-    for j in 0..p {
-        for attempt in 0..4 {
-            let before = q.column(j).dot(&q.column(j)).sqrt();
-            for _ in 0..2 {
-                for i in 0..j {
-                    let dot = q.column(i).dot(&q.column(j));
-                    let qi = q.column(i).to_owned();
-                    q.column_mut(j).scaled_add(-dot, &qi);
-                }
+/// Preprocessed data and the notes outputs should carry (e.g. [`Pca::NOTE`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prepared {
+    pub data: TrainTest,
+    pub notes: Vec<String>,
+}
+
+/// A seed for step `index` derived from the pipeline seed (SplitMix64 finaliser, Steele et
+/// al. 2014), so each random step draws an independent stream.
+fn step_seed(seed: u64, index: usize) -> u64 {
+    let mut z = seed.wrapping_add((index as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Apply `steps` in order. Random steps are deterministic from `seed`; statistics are fitted
+/// on the training set as it stands at that step.
+pub fn apply_steps(mut data: TrainTest, steps: &[Step], seed: u64) -> Result<Prepared, DataError> {
+    let mut notes = Vec::new();
+    let fitted = "fitted on the training data without privacy (not differentially private)";
+    for (i, step) in steps.iter().enumerate() {
+        match step {
+            Step::ScaleToUnit => {
+                scale_to_unit(&mut data.train);
+                scale_to_unit(&mut data.test);
             }
-            let norm = q.column(j).dot(&q.column(j)).sqrt();
-            if norm > 1e-10 * before.max(1e-300) || attempt == 3 {
-                q.column_mut(j).mapv_inplace(|x| x / norm.max(1e-300));
-                break;
+            Step::Standardize(mode) => {
+                standardize(&mut data, *mode)?;
+                notes.push(format!("standardisation statistics {fitted}"));
             }
-            for r in 0..d {
-                q[[r, j]] = rng.sample(StandardNormal);
+            Step::ClipRowNorm { max_norm } => {
+                clip_row_norms(&mut data.train, *max_norm)?;
+                clip_row_norms(&mut data.test, *max_norm)?;
+            }
+            Step::ScaleMaxRowNorm { max_norm } => {
+                scale_max_row_norm(&mut data, *max_norm)?;
+                notes.push(format!("the row-norm scale factor was {fitted}"));
+            }
+            Step::KeepClasses(classes) => {
+                data.train = keep_classes(&data.train, classes)?;
+                data.test = keep_classes(&data.test, classes)?;
+            }
+            Step::SubsampleTrain { n } => {
+                data.train = subsample(&data.train, *n, step_seed(seed, i))?;
+            }
+            Step::SubsampleTest { n } => {
+                data.test = subsample(&data.test, *n, step_seed(seed, i))?;
+            }
+            Step::ValidationAsTest { size } => {
+                let (train, validation) =
+                    train_validation_split(&data.train, *size, step_seed(seed, i))?;
+                data = TrainTest {
+                    train,
+                    test: validation,
+                };
+                notes.push(format!(
+                    "evaluation uses {size} held-out training examples, not the test set"
+                ));
+            }
+            Step::Pca { components } => {
+                let (projected, _) = pca(&data, *components)?;
+                data = projected;
+                notes.push(Pca::NOTE.to_string());
             }
         }
+    }
+    Ok(Prepared { data, notes })
+}
+
+/// The `k` largest eigenvalues (descending) and eigenvectors (columns, `[d, k]`) of a symmetric
+/// positive semi-definite matrix, by subspace iteration with Rayleigh–Ritz on a block of
+/// `p = min(d, max(2k, k + 10))` vectors (Golub & Van Loan, Sec. 8.2.4), stopping when the top-k
+/// Ritz values change by at most 1e−12 of the largest.
+fn top_eigenpairs(a: ArrayView2<f64>, k: usize) -> (Vec<f64>, Array2<f64>) {
+    let d = a.nrows();
+    let p = (2 * k).max(k + 10).min(d);
+    if p == d {
+        let (values, vectors) = jacobi_eigen(a.to_owned());
+        return (
+            values.into_iter().take(k).collect(),
+            vectors.slice(s![.., ..k]).to_owned(),
+        );
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(0x05ee_d9ca);
+    // Basis vectors are the rows of `q` ([p, d]), so each is contiguous.
+    let mut q = Array2::from_shape_fn((p, d), |_| rng.sample::<f64, _>(StandardNormal));
+    orthonormalize_rows(&mut q, &mut rng);
+    let mut last = vec![f64::INFINITY; k];
+    let mut values = Vec::new();
+    let mut ritz = Array2::zeros((p, d));
+    for _ in 0..1000 {
+        let z = q.dot(&a); // rows A q_i (A symmetric)
+        let h = z.dot(&q.t());
+        let h = (&h + &h.t()) * 0.5;
+        let (vals, v) = jacobi_eigen(h);
+        ritz = v.t().dot(&q);
+        let tol = 1e-12 * vals[0].abs().max(1e-300);
+        let converged = vals
+            .iter()
+            .zip(&last)
+            .take(k)
+            .all(|(x, y)| (x - y).abs() <= tol);
+        last.copy_from_slice(&vals[..k]);
+        values = vals;
+        if converged {
+            break;
+        }
+        q = v.t().dot(&z); // A times the Ritz vectors: the next subspace
+        orthonormalize_rows(&mut q, &mut rng);
+    }
+    values.truncate(k);
+    (values, ritz.slice(s![..k, ..]).t().to_owned())
+}
+
+/// Modified Gram–Schmidt (twice) on the rows of `q`, in place; a row that vanishes (rank
+/// deficiency) is replaced by a fresh random direction.
+fn orthonormalize_rows(q: &mut Array2<f64>, rng: &mut ChaCha8Rng) {
+    let (p, d) = q.dim();
+    let mut rows: Vec<Vec<f64>> = q.rows().into_iter().map(|r| r.to_vec()).collect();
+    let dot = |x: &[f64], y: &[f64]| x.iter().zip(y).map(|(a, b)| a * b).sum::<f64>();
+    for j in 0..p {
+        let (done, rest) = rows.split_at_mut(j);
+        let row = &mut rest[0];
+        for attempt in 0..4 {
+            let before = dot(row, row).sqrt();
+            for _ in 0..2 {
+                for prev in done.iter() {
+                    let c = dot(prev, row);
+                    row.iter_mut().zip(prev).for_each(|(x, y)| *x -= c * y);
+                }
+            }
+            let norm = dot(row, row).sqrt();
+            if norm > 1e-10 * before.max(1e-300) || attempt == 3 {
+                row.iter_mut().for_each(|x| *x /= norm.max(1e-300));
+                break;
+            }
+            row.iter_mut().for_each(|x| *x = rng.sample(StandardNormal));
+        }
+    }
+    for (mut dst, src) in q.rows_mut().into_iter().zip(&rows) {
+        dst.assign(&ndarray::ArrayView1::from(&src[..d]));
     }
 }
 
 /// Eigen-decomposition of a symmetric matrix by cyclic Jacobi rotations (Golub & Van Loan,
 /// Alg. 8.5.3). Returns eigenvalues in decreasing order and eigenvectors as columns.
-fn jacobi_eigen(mut a: Array2<f64>) -> (Vec<f64>, Array2<f64>) {
+fn jacobi_eigen(a: Array2<f64>) -> (Vec<f64>, Array2<f64>) {
     let m = a.nrows();
-    let mut v = Array2::<f64>::eye(m);
+    // Row-major flat storage: a[i * m + j]; v holds eigenvectors as rows (transposed).
+    let mut a: Vec<f64> = a.iter().copied().collect();
+    let mut v = vec![0.0f64; m * m];
+    (0..m).for_each(|i| v[i * m + i] = 1.0);
     for _sweep in 0..100 {
-        let off: f64 = (0..m)
-            .flat_map(|i| (i + 1..m).map(move |j| (i, j)))
-            .map(|(i, j)| a[[i, j]] * a[[i, j]])
-            .sum();
-        let diag: f64 = a.diag().iter().map(|x| x * x).sum();
+        let mut off = 0.0;
+        let mut diag = 0.0;
+        for i in 0..m {
+            diag += a[i * m + i] * a[i * m + i];
+            for j in i + 1..m {
+                off += a[i * m + j] * a[i * m + j];
+            }
+        }
         if off <= 1e-30 * diag.max(1e-300) {
             break;
         }
         for p in 0..m {
             for q in p + 1..m {
-                let apq = a[[p, q]];
+                let apq = a[p * m + q];
                 if apq == 0.0 {
                     continue;
                 }
-                let theta = (a[[q, q]] - a[[p, p]]) / (2.0 * apq);
+                let theta = (a[q * m + q] - a[p * m + p]) / (2.0 * apq);
                 let t = theta.signum() / (theta.abs() + (theta * theta + 1.0).sqrt());
                 let c = 1.0 / (t * t + 1.0).sqrt();
                 let s = t * c;
+                // A ← Jᵀ A J: columns p, q, then rows p, q (symmetric, so rows mirror columns).
                 for k in 0..m {
-                    let (akp, akq) = (a[[k, p]], a[[k, q]]);
-                    a[[k, p]] = c * akp - s * akq;
-                    a[[k, q]] = s * akp + c * akq;
+                    let (akp, akq) = (a[k * m + p], a[k * m + q]);
+                    a[k * m + p] = c * akp - s * akq;
+                    a[k * m + q] = s * akp + c * akq;
+                }
+                let (rp, rq) = (p * m, q * m);
+                for k in 0..m {
+                    let (apk, aqk) = (a[rp + k], a[rq + k]);
+                    a[rp + k] = c * apk - s * aqk;
+                    a[rq + k] = s * apk + c * aqk;
                 }
                 for k in 0..m {
-                    let (apk, aqk) = (a[[p, k]], a[[q, k]]);
-                    a[[p, k]] = c * apk - s * aqk;
-                    a[[q, k]] = s * apk + c * aqk;
-                }
-                for k in 0..m {
-                    let (vkp, vkq) = (v[[k, p]], v[[k, q]]);
-                    v[[k, p]] = c * vkp - s * vkq;
-                    v[[k, q]] = s * vkp + c * vkq;
+                    let (vpk, vqk) = (v[rp + k], v[rq + k]);
+                    v[rp + k] = c * vpk - s * vqk;
+                    v[rq + k] = s * vpk + c * vqk;
                 }
             }
         }
     }
     let mut order: Vec<usize> = (0..m).collect();
-    order.sort_by(|&i, &j| a[[j, j]].total_cmp(&a[[i, i]]));
-    let values = order.iter().map(|&i| a[[i, i]]).collect();
-    let vectors = v.select(Axis(1), &order);
+    order.sort_by(|&i, &j| a[j * m + j].total_cmp(&a[i * m + i]));
+    let values = order.iter().map(|&i| a[i * m + i]).collect();
+    let vectors = Array2::from_shape_fn((m, m), |(r, c)| v[order[c] * m + r]);
     (values, vectors)
 }
 
@@ -525,5 +636,26 @@ mod tests {
             let r = a.dot(&v) - &v * top[i];
             assert!(r.dot(&r).sqrt() <= 1e-6 * full[0], "residual {i}");
         }
+    }
+
+    /// A rank-2 matrix u uᵀ·3 + w wᵀ (u ⟂ w unit vectors in 30 dimensions) has eigenvalues 3
+    /// and 1 (by construction); the block of 12 vectors collapses onto rank 2 and the vanishing
+    /// rows are replaced, not divided by zero.
+    #[test]
+    fn subspace_iteration_on_a_rank_deficient_matrix() {
+        let d = 30;
+        let u: Vec<f64> = (0..d)
+            .map(|i| if i < 2 { 0.5f64.sqrt() } else { 0.0 })
+            .collect();
+        let w: Vec<f64> = (0..d).map(|i| if i == 5 { 1.0 } else { 0.0 }).collect();
+        let a = Array2::from_shape_fn((d, d), |(i, j)| 3.0 * u[i] * u[j] + w[i] * w[j]);
+        let (vals, vecs) = top_eigenpairs(a.view(), 2);
+        assert!(
+            (vals[0] - 3.0).abs() < 1e-12 && (vals[1] - 1.0).abs() < 1e-12,
+            "{vals:?}"
+        );
+        assert!((vecs[[0, 0]].abs() - 0.5f64.sqrt()).abs() < 1e-9);
+        assert!((vecs[[5, 1]].abs() - 1.0).abs() < 1e-9);
+        assert!(vecs.iter().all(|x| x.is_finite()));
     }
 }
