@@ -60,9 +60,16 @@ impl FetchObserver for Record {
     fn finished(&mut self, url: &str, _: &Path) {
         self.events.push(format!("finished {url}"));
     }
-    fn failed(&mut self, url: &str, _: &FetchError) {
-        self.events.push(format!("failed {url}"));
+    fn failed(&mut self, url: &str, _: &FetchError, next_source: bool) {
+        self.events.push(format!("failed {url} next={next_source}"));
     }
+}
+
+#[test]
+fn errors_are_send_and_sync() {
+    fn check<T: Send + Sync + 'static>() {}
+    check::<FetchError>();
+    check::<dpx::data::DataError>();
 }
 
 #[test]
@@ -178,7 +185,7 @@ fn falls_back_to_the_next_source() {
     let dir = tempfile::tempdir().unwrap();
     let mut rec = Record::default();
     fetch::fetch(&plan, dir.path(), &mut rec).unwrap();
-    assert_eq!(rec.events[0], format!("failed {base}bad/a.bin"));
+    assert_eq!(rec.events[0], format!("failed {base}bad/a.bin next=true"));
     assert_eq!(
         rec.events.last().unwrap(),
         &format!("finished {base}good/a.bin")

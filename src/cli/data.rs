@@ -165,8 +165,10 @@ impl FetchObserver for Progress {
         eprintln!("{url} -> {} (MD5 verified)", path.display());
     }
 
-    fn failed(&mut self, _url: &str, error: &FetchError) {
+    fn failed(&mut self, _url: &str, error: &FetchError, next_source: bool) {
         self.finish_bar();
-        eprintln!("warning: {error}");
+        if next_source {
+            eprintln!("warning: {error}; trying the next source");
+        }
     }
 }

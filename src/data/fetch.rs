@@ -173,8 +173,8 @@ pub trait FetchObserver {
     fn progress(&mut self, bytes: u64);
     /// The download verified and was moved to `path`.
     fn finished(&mut self, url: &str, path: &Path);
-    /// The download from `url` failed; another source may follow.
-    fn failed(&mut self, url: &str, error: &FetchError);
+    /// The download from `url` failed; `next_source` says whether another URL will be tried.
+    fn failed(&mut self, url: &str, error: &FetchError, next_source: bool);
 }
 
 /// An observer that ignores everything.
@@ -185,7 +185,7 @@ impl FetchObserver for Silent {
     fn started(&mut self, _: &str, _: Option<u64>) {}
     fn progress(&mut self, _: u64) {}
     fn finished(&mut self, _: &str, _: &Path) {}
-    fn failed(&mut self, _: &str, _: &FetchError) {}
+    fn failed(&mut self, _: &str, _: &FetchError, _: bool) {}
 }
 
 /// What happened to each file.
@@ -250,7 +250,7 @@ pub fn fetch(
             continue;
         }
         let mut failures = Vec::new();
-        for base in &plan.base_urls {
+        for (k, base) in plan.base_urls.iter().enumerate() {
             let url = format!("{}/{}", base.trim_end_matches('/'), file.name);
             match download(&agent, &url, &file.md5, &dest, observer) {
                 Ok(()) => {
@@ -258,8 +258,10 @@ pub fn fetch(
                     break;
                 }
                 Err(e) => {
-                    observer.failed(&url, &e);
-                    if matches!(e, FetchError::Io { .. }) {
+                    let fatal = matches!(e, FetchError::Io { .. });
+                    let next_source = !fatal && k + 1 < plan.base_urls.len();
+                    observer.failed(&url, &e, next_source);
+                    if fatal {
                         return Err(e);
                     }
                     failures.push(e);
