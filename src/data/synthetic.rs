@@ -260,7 +260,7 @@ impl UniformLogistic {
 }
 
 impl GaussianMixture {
-    /// The class means `[num_classes, dim]` for `seed` (also drawn first by `generate`).
+    /// The class means, `num_classes` vectors of length `dim` (drawn first by `generate`).
     fn means(&self, rng: &mut ChaCha8Rng) -> Vec<Vec<f64>> {
         let mut q: Vec<Vec<f64>> = Vec::with_capacity(self.num_classes);
         for _ in 0..self.num_classes {
