@@ -4,9 +4,32 @@
 //! channel, row, column order), class labels, and the shape of one sample. Models read
 //! `features` as `[n, prod(sample_shape)]`.
 //!
-//! This room knows nothing of models or privacy.
+//! Files, one per concern: [`idx`] (MNIST, Fashion-MNIST), [`cifar`] (CIFAR-10 binary),
+//! [`libsvm`] (a9a), [`csv`] (CSV with a label column), [`synthetic`] (seeded generators),
+//! [`source`] (where datasets live; [`load`]), [`preprocess`] (scaling, standardising, class
+//! subsets, splits, PCA), [`sampler`] (Poisson, shuffle, fixed-size batches), [`fetch`]
+//! (download and verify the standard datasets), [`error`] ([`DataError`]).
+//!
+//! This room knows nothing of models or privacy. Loaders return pixel values as read (0..=255
+//! for images); scaling is an explicit preprocessing step.
 
 use ndarray::Array2;
+
+pub mod cifar;
+pub mod csv;
+pub mod error;
+pub mod fetch;
+pub mod idx;
+pub mod io;
+pub mod labels;
+pub mod libsvm;
+pub mod preprocess;
+pub mod sampler;
+pub mod source;
+pub mod synthetic;
+
+pub use error::DataError;
+pub use source::{DataSource, NamedDataset, default_data_dir, load};
 
 /// A labelled dataset held in memory.
 ///
@@ -37,4 +60,11 @@ impl Dataset {
     pub fn num_features(&self) -> usize {
         self.features.ncols()
     }
+}
+
+/// A training set and a test set of the same kind (same sample shape and classes).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrainTest {
+    pub train: Dataset,
+    pub test: Dataset,
 }

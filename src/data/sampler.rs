@@ -1,0 +1,239 @@
+//! Data room: batch samplers. Training draws each step's example indices through one of these.
+//!
+//! - [`PoissonSampler`]: every example independently with probability `sample_rate` (q); the
+//!   batch size is Binomial(n, q), possibly 0. This is the sampling the subsampled-Gaussian
+//!   accountants assume (Abadi et al. 2016; Mironov et al. 2019). Cost O(batch) per step, by
+//!   jumping over Geometric(q) gaps instead of flipping n coins.
+//! - [`ShuffleSampler`]: a fresh uniform permutation each epoch cut into batches of exactly
+//!   `batch_size` (the remainder of an epoch, n mod B examples, is dropped).
+//! - [`FixedSizeSampler`]: each step an independent uniform subset of exactly `batch_size`
+//!   examples, without replacement within the step (the sampling of Kuru et al., Sec. 2).
+//!
+//! Every sampler reports [`Sampler::expected_batch_size`], the divisor of the noisy sum (never
+//! the realised size). Indices within a batch are returned sorted ascending. Samplers take the
+//! RNG as an argument and own no randomness; they must not know of models or privacy.
+
+use rand::Rng;
+use rand::seq::SliceRandom;
+
+use super::error::DataError;
+
+/// Poisson sampling with rate `sample_rate` over `n` examples.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PoissonSampler {
+    n: usize,
+    sample_rate: f64,
+    /// ln(1 − q), the denominator of the geometric gap; −∞ when q = 1.
+    ln_miss: f64,
+}
+
+impl PoissonSampler {
+    /// A Poisson sampler; `sample_rate` must be in [0, 1].
+    pub fn new(n: usize, sample_rate: f64) -> Result<Self, DataError> {
+        if !(0.0..=1.0).contains(&sample_rate) {
+            return Err(DataError::InvalidParameter {
+                name: "sample_rate",
+                expected: "a number in [0, 1]".to_string(),
+                found: sample_rate.to_string(),
+            });
+        }
+        Ok(PoissonSampler {
+            n,
+            sample_rate,
+            ln_miss: (-sample_rate).ln_1p(),
+        })
+    }
+
+    /// The sampling probability q.
+    pub fn sample_rate(&self) -> f64 {
+        self.sample_rate
+    }
+
+    /// q·n.
+    pub fn expected_batch_size(&self) -> f64 {
+        self.sample_rate * self.n as f64
+    }
+
+    /// Draw the next batch into `out` (cleared first), sorted ascending.
+    ///
+    /// The gap before the next selected index is G = ⌊ln U / ln(1 − q)⌋ with U uniform on
+    /// (0, 1], which is Geometric(q) on {0, 1, ...}: P(G ≥ g) = (1 − q)^g. Successive gaps are
+    /// independent, so each index is selected independently with probability q.
+    pub fn next_batch_into<R: Rng + ?Sized>(&self, rng: &mut R, out: &mut Vec<usize>) {
+        out.clear();
+        if self.sample_rate <= 0.0 || self.n == 0 {
+            return;
+        }
+        if self.sample_rate >= 1.0 {
+            out.extend(0..self.n);
+            return;
+        }
+        let mut next: usize = 0;
+        loop {
+            let u: f64 = 1.0 - rng.random::<f64>(); // in (0, 1]
+            let gap = (u.ln() / self.ln_miss).floor();
+            // Compare in f64 before converting: a gap beyond n ends the batch.
+            if gap >= (self.n - next) as f64 {
+                return;
+            }
+            next += gap as usize;
+            out.push(next);
+            next += 1;
+            if next >= self.n {
+                return;
+            }
+        }
+    }
+
+    /// Draw the next batch.
+    pub fn next_batch<R: Rng + ?Sized>(&self, rng: &mut R) -> Vec<usize> {
+        let mut out = Vec::with_capacity(self.expected_batch_size().ceil() as usize + 16);
+        self.next_batch_into(rng, &mut out);
+        out
+    }
+}
+
+/// Epoch-wise shuffling with a fixed batch size.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShuffleSampler {
+    batch_size: usize,
+    permutation: Vec<usize>,
+    /// Position of the next batch in `permutation`; `None` before the first epoch.
+    cursor: Option<usize>,
+    epoch: u64,
+}
+
+impl ShuffleSampler {
+    /// A shuffling sampler over `n` examples; `1 <= batch_size <= n`.
+    pub fn new(n: usize, batch_size: usize) -> Result<Self, DataError> {
+        if batch_size == 0 || batch_size > n {
+            return Err(DataError::InvalidParameter {
+                name: "batch_size",
+                expected: format!("an integer in 1..={n} (the number of examples)"),
+                found: batch_size.to_string(),
+            });
+        }
+        Ok(ShuffleSampler {
+            batch_size,
+            permutation: (0..n).collect(),
+            cursor: None,
+            epoch: 0,
+        })
+    }
+
+    /// The batch size B (every batch has exactly B examples).
+    pub fn expected_batch_size(&self) -> f64 {
+        self.batch_size as f64
+    }
+
+    /// Batches per epoch, ⌊n / B⌋.
+    pub fn batches_per_epoch(&self) -> usize {
+        self.permutation.len() / self.batch_size
+    }
+
+    /// Epochs started so far (1 after the first batch).
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// Draw the next batch into `out` (cleared first), sorted ascending. A new permutation is
+    /// drawn when the current epoch has fewer than B examples left.
+    pub fn next_batch_into<R: Rng + ?Sized>(&mut self, rng: &mut R, out: &mut Vec<usize>) {
+        let b = self.batch_size;
+        let start = match self.cursor {
+            Some(c) if c + b <= self.permutation.len() => c,
+            _ => {
+                self.permutation.shuffle(rng);
+                self.epoch += 1;
+                0
+            }
+        };
+        out.clear();
+        out.extend_from_slice(&self.permutation[start..start + b]);
+        out.sort_unstable();
+        self.cursor = Some(start + b);
+    }
+
+    /// Draw the next batch.
+    pub fn next_batch<R: Rng + ?Sized>(&mut self, rng: &mut R) -> Vec<usize> {
+        let mut out = Vec::with_capacity(self.batch_size);
+        self.next_batch_into(rng, &mut out);
+        out
+    }
+}
+
+/// Each step an independent uniform subset of exactly `batch_size` of `n` examples.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FixedSizeSampler {
+    n: usize,
+    batch_size: usize,
+}
+
+impl FixedSizeSampler {
+    /// A fixed-size sampler; `1 <= batch_size <= n`.
+    pub fn new(n: usize, batch_size: usize) -> Result<Self, DataError> {
+        if batch_size == 0 || batch_size > n {
+            return Err(DataError::InvalidParameter {
+                name: "batch_size",
+                expected: format!("an integer in 1..={n} (the number of examples)"),
+                found: batch_size.to_string(),
+            });
+        }
+        Ok(FixedSizeSampler { n, batch_size })
+    }
+
+    /// The batch size B.
+    pub fn expected_batch_size(&self) -> f64 {
+        self.batch_size as f64
+    }
+
+    /// Draw the next batch into `out` (cleared first), sorted ascending. O(B) expected time
+    /// (rand's `seq::index::sample`, which picks Floyd's algorithm or a partial shuffle).
+    pub fn next_batch_into<R: Rng + ?Sized>(&self, rng: &mut R, out: &mut Vec<usize>) {
+        out.clear();
+        out.extend(rand::seq::index::sample(rng, self.n, self.batch_size).iter());
+        out.sort_unstable();
+    }
+
+    /// Draw the next batch.
+    pub fn next_batch<R: Rng + ?Sized>(&self, rng: &mut R) -> Vec<usize> {
+        let mut out = Vec::with_capacity(self.batch_size);
+        self.next_batch_into(rng, &mut out);
+        out
+    }
+}
+
+/// Any of the samplers, chosen at run time (e.g. from a config).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Sampler {
+    Poisson(PoissonSampler),
+    Shuffle(ShuffleSampler),
+    FixedSize(FixedSizeSampler),
+}
+
+impl Sampler {
+    /// The expected batch size: q·n for Poisson, B otherwise.
+    pub fn expected_batch_size(&self) -> f64 {
+        match self {
+            Sampler::Poisson(s) => s.expected_batch_size(),
+            Sampler::Shuffle(s) => s.expected_batch_size(),
+            Sampler::FixedSize(s) => s.expected_batch_size(),
+        }
+    }
+
+    /// Draw the next batch into `out` (cleared first), sorted ascending.
+    pub fn next_batch_into<R: Rng + ?Sized>(&mut self, rng: &mut R, out: &mut Vec<usize>) {
+        match self {
+            Sampler::Poisson(s) => s.next_batch_into(rng, out),
+            Sampler::Shuffle(s) => s.next_batch_into(rng, out),
+            Sampler::FixedSize(s) => s.next_batch_into(rng, out),
+        }
+    }
+
+    /// Draw the next batch.
+    pub fn next_batch<R: Rng + ?Sized>(&mut self, rng: &mut R) -> Vec<usize> {
+        let mut out = Vec::new();
+        self.next_batch_into(rng, &mut out);
+        out
+    }
+}

@@ -1,0 +1,220 @@
+//! Statistical tests of the batch samplers with fixed seeds. Each tolerance is 5 standard
+//! deviations of the statistic under the sampler's exact distribution, so a correct sampler
+//! fails with probability below about 1e−6 per check (and never, at these fixed seeds).
+
+use dpx::data::DataError;
+use dpx::data::sampler::{FixedSizeSampler, PoissonSampler, Sampler, ShuffleSampler};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+fn assert_sorted_distinct_below(batch: &[usize], n: usize) {
+    assert!(batch.windows(2).all(|w| w[0] < w[1]), "{batch:?}");
+    assert!(batch.iter().all(|&i| i < n));
+}
+
+/// Poisson(q = 0.05) over n = 1000 for S = 4000 steps.
+/// - total selections ~ Binomial(nS, q): mean 200000, sd √(nSq(1−q)) = 435.9;
+/// - batch-size variance estimates nq(1−q) = 47.5 with relative sd ≈ √(2/S) = 0.0224;
+/// - per-index counts ~ Binomial(S, q); Pearson's Σ(c − Sq)²/(Sq(1−q)) ~ χ²(n) (approx.):
+///   mean 1000, sd √2000 = 44.7;
+/// - adjacent pairs (i, i+1) both selected: mean (n−1)Sq² = 9990, sd ≤ √9990 ≈ 100 (a sum of
+///   weakly dependent indicators; the gap sampler would distort it if gaps were wrong).
+#[test]
+fn poisson_inclusion_is_independent_with_rate_q() {
+    let (n, q, steps) = (1000usize, 0.05f64, 4000usize);
+    let s = PoissonSampler::new(n, q).unwrap();
+    assert_eq!(s.expected_batch_size(), 50.0);
+    let mut rng = ChaCha8Rng::seed_from_u64(2024);
+    let mut counts = vec![0u64; n];
+    let (mut total, mut sum_sq, mut pairs) = (0u64, 0f64, 0u64);
+    let mut batch = Vec::new();
+    for _ in 0..steps {
+        s.next_batch_into(&mut rng, &mut batch);
+        assert_sorted_distinct_below(&batch, n);
+        total += batch.len() as u64;
+        sum_sq += (batch.len() as f64).powi(2);
+        pairs += batch.windows(2).filter(|w| w[1] == w[0] + 1).count() as u64;
+        for &i in &batch {
+            counts[i] += 1;
+        }
+    }
+    let mean_total = (n * steps) as f64 * q;
+    assert!((total as f64 - mean_total).abs() < 5.0 * (mean_total * (1.0 - q)).sqrt());
+    let mean_b = total as f64 / steps as f64;
+    let var_b = sum_sq / steps as f64 - mean_b * mean_b;
+    let want_var = n as f64 * q * (1.0 - q);
+    assert!(
+        (var_b / want_var - 1.0).abs() < 5.0 * (2.0 / steps as f64).sqrt(),
+        "{var_b}"
+    );
+    let e = steps as f64 * q;
+    let chi2: f64 = counts
+        .iter()
+        .map(|&c| (c as f64 - e).powi(2) / (e * (1.0 - q)))
+        .sum();
+    assert!(
+        (chi2 - n as f64).abs() < 5.0 * (2.0 * n as f64).sqrt(),
+        "{chi2}"
+    );
+    let want_pairs = (n - 1) as f64 * steps as f64 * q * q;
+    assert!(
+        (pairs as f64 - want_pairs).abs() < 5.0 * want_pairs.sqrt(),
+        "{pairs}"
+    );
+}
+
+/// n = 10, q = 0.1: P(empty batch) = 0.9^10 = 0.34868; over S = 20000 steps the empty count is
+/// Binomial(S, 0.34868), sd 67.4.
+#[test]
+fn poisson_batches_may_be_empty_at_the_right_rate() {
+    let s = PoissonSampler::new(10, 0.1).unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    let steps = 20_000;
+    let empty = (0..steps)
+        .filter(|_| s.next_batch(&mut rng).is_empty())
+        .count();
+    let p = 0.9f64.powi(10);
+    let sd = (steps as f64 * p * (1.0 - p)).sqrt();
+    assert!(
+        (empty as f64 - steps as f64 * p).abs() < 5.0 * sd,
+        "{empty}"
+    );
+}
+
+/// A tiny rate over a large n costs O(batch): 1e−6 over 1e9 "examples" runs instantly and
+/// averages q·n = 1000 (Poisson-like, sd √1000 ≈ 31.6 per draw; mean of 20 draws sd 7.1).
+#[test]
+fn poisson_is_output_sensitive() {
+    let s = PoissonSampler::new(1_000_000_000, 1e-6).unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(3);
+    let mean = (0..20).map(|_| s.next_batch(&mut rng).len()).sum::<usize>() as f64 / 20.0;
+    assert!(
+        (mean - 1000.0).abs() < 5.0 * (1000.0f64 / 20.0).sqrt(),
+        "{mean}"
+    );
+}
+
+#[test]
+fn poisson_edge_rates() {
+    let mut rng = ChaCha8Rng::seed_from_u64(0);
+    assert!(
+        PoissonSampler::new(5, 0.0)
+            .unwrap()
+            .next_batch(&mut rng)
+            .is_empty()
+    );
+    assert_eq!(
+        PoissonSampler::new(5, 1.0).unwrap().next_batch(&mut rng),
+        vec![0, 1, 2, 3, 4]
+    );
+    assert!(
+        PoissonSampler::new(0, 0.5)
+            .unwrap()
+            .next_batch(&mut rng)
+            .is_empty()
+    );
+    for bad in [-0.1, 1.5, f64::NAN] {
+        assert!(matches!(
+            PoissonSampler::new(5, bad),
+            Err(DataError::InvalidParameter { .. })
+        ));
+    }
+}
+
+#[test]
+fn poisson_is_deterministic_from_the_rng_seed() {
+    let s = PoissonSampler::new(500, 0.1).unwrap();
+    let draw = |seed| {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        (0..5).map(|_| s.next_batch(&mut rng)).collect::<Vec<_>>()
+    };
+    assert_eq!(draw(1), draw(1));
+    assert_ne!(draw(1), draw(2));
+}
+
+/// n = 10, B = 3: three disjoint batches per epoch (one example dropped), then a new
+/// permutation. Over S = 30000 epochs each example is in the epoch's first batch with
+/// probability 3/10: count ~ Binomial(S, 0.3), sd 79.4.
+#[test]
+fn shuffle_covers_each_epoch_and_is_uniform() {
+    let mut s = ShuffleSampler::new(10, 3).unwrap();
+    assert_eq!((s.batches_per_epoch(), s.expected_batch_size()), (3, 3.0));
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    let epochs = 30_000;
+    let mut first = [0u64; 10];
+    for e in 0..epochs {
+        let mut seen = Vec::new();
+        for b in 0..3 {
+            let batch = s.next_batch(&mut rng);
+            assert_eq!(batch.len(), 3);
+            assert_sorted_distinct_below(&batch, 10);
+            if b == 0 {
+                batch.iter().for_each(|&i| first[i] += 1);
+            }
+            seen.extend(batch);
+        }
+        seen.sort_unstable();
+        seen.dedup();
+        assert_eq!(seen.len(), 9, "epoch {e}: batches overlap");
+        assert_eq!(s.epoch(), e as u64 + 1);
+    }
+    let sd = (epochs as f64 * 0.3 * 0.7).sqrt();
+    for (i, &c) in first.iter().enumerate() {
+        assert!(
+            (c as f64 - epochs as f64 * 0.3).abs() < 5.0 * sd,
+            "{i}: {c}"
+        );
+    }
+    assert!(matches!(
+        ShuffleSampler::new(3, 4),
+        Err(DataError::InvalidParameter { .. })
+    ));
+    assert!(matches!(
+        ShuffleSampler::new(3, 0),
+        Err(DataError::InvalidParameter { .. })
+    ));
+}
+
+/// n = 50, B = 10, S = 20000: every batch has exactly 10 distinct indices; each index is in a
+/// step's batch with probability p = B/n = 0.2, independently across steps, so its count has
+/// variance Sp(1−p) and Pearson's Σ(c − Sp)²/(Sp(1−p)) has mean exactly n = 50 and sd about
+/// √(2n) = 10.
+#[test]
+fn fixed_size_batches_are_uniform_subsets() {
+    let s = FixedSizeSampler::new(50, 10).unwrap();
+    assert_eq!(s.expected_batch_size(), 10.0);
+    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    let steps = 20_000;
+    let mut counts = vec![0u64; 50];
+    for _ in 0..steps {
+        let b = s.next_batch(&mut rng);
+        assert_eq!(b.len(), 10);
+        assert_sorted_distinct_below(&b, 50);
+        b.iter().for_each(|&i| counts[i] += 1);
+    }
+    let e = steps as f64 * 0.2;
+    let chi2: f64 = counts
+        .iter()
+        .map(|&c| (c as f64 - e).powi(2) / (e * 0.8))
+        .sum();
+    assert!((chi2 - 50.0).abs() < 5.0 * 100f64.sqrt(), "{chi2}");
+    assert!(matches!(
+        FixedSizeSampler::new(5, 6),
+        Err(DataError::InvalidParameter { .. })
+    ));
+}
+
+#[test]
+fn sampler_enum_dispatches() {
+    let mut rng = ChaCha8Rng::seed_from_u64(1);
+    let mut samplers = [
+        Sampler::Poisson(PoissonSampler::new(100, 0.2).unwrap()),
+        Sampler::Shuffle(ShuffleSampler::new(100, 20).unwrap()),
+        Sampler::FixedSize(FixedSizeSampler::new(100, 20).unwrap()),
+    ];
+    for s in &mut samplers {
+        assert_eq!(s.expected_batch_size(), 20.0);
+        let b = s.next_batch(&mut rng);
+        assert_sorted_distinct_below(&b, 100);
+    }
+}
