@@ -8,12 +8,10 @@
 //!   forward, evaluation, non-private and per-sample gradients.
 //! - [`per_sample`]: [`BatchGradients`], per-sample gradients without a `[B, P]` matrix.
 //! - [`loss`], [`kernels`], [`linalg`]: the numerical pieces.
-//! - [`bench`]: the reference workloads of `dpx bench`.
 //!
 //! Threads: every kernel runs on the current rayon pool (see [`with_threads`]); work is split by
 //! example or by output block only, so results are bit-identical for any thread count.
 
-pub mod bench;
 pub mod kernels;
 pub mod linalg;
 pub mod loss;

@@ -21,7 +21,7 @@ use super::ModelError;
 use super::kernels::{self, Window};
 use super::linalg::gemm;
 use super::loss::{loss_and_dlogits, predictions};
-use super::per_sample::{BatchGradients, Trainable};
+use super::per_sample::{BatchGradients, ConvNormMethod, Trainable};
 use super::spec::{Activation, LayerSpec, LossKind, ModelSpec};
 use crate::grad::DEFAULT_MATERIALIZE_LIMIT_BYTES;
 
@@ -607,6 +607,41 @@ impl Model {
             losses,
             self.materialize_limit_bytes,
         ))
+    }
+
+    /// FLOPs (2 per multiply-add) of one training step on `batch` examples: for every dense and
+    /// conv layer the forward product, the weight-gradient product and the input-gradient product
+    /// (skipped below the first trainable layer); with `per_sample_norms`, also each
+    /// convolution's per-example norm (`2·L·K·C_out` materialised or `2·L²(K + C_out)` ghost,
+    /// whichever [`ConvNormMethod::cheaper`] picks). Element-wise work is not counted.
+    pub fn step_flops(&self, batch: usize, per_sample_norms: bool) -> f64 {
+        let mut total = 0.0f64;
+        let mut first = true;
+        for layer in &self.layers {
+            let (macs, norm_macs) = match layer {
+                Layer::Dense { inputs, units, .. } => ((inputs * units) as f64, 0.0),
+                Layer::Conv {
+                    window,
+                    out_channels,
+                    ..
+                } => {
+                    let (l, k, c) = (window.positions(), window.patch_len(), *out_channels);
+                    let norm = match ConvNormMethod::cheaper(l, k, c) {
+                        ConvNormMethod::Materialize => (l * k * c) as f64,
+                        ConvNormMethod::Ghost => (l * l * (k + c)) as f64,
+                    };
+                    ((l * k * c) as f64, norm)
+                }
+                _ => continue,
+            };
+            let products = if first { 2.0 } else { 3.0 };
+            first = false;
+            total += 2.0 * batch as f64 * macs * products;
+            if per_sample_norms {
+                total += 2.0 * batch as f64 * norm_macs;
+            }
+        }
+        total
     }
 
     /// The L2 penalty `λ/2 ‖θ‖²` (accumulated in f64).
