@@ -9,8 +9,54 @@
 //!    coordinates (AdaCliP).
 //!
 //! `model` implements this trait; `privacy` consumes it. Neither imports the other.
+//!
+//! Materialising costs `B · P · 4` bytes, so it is refused above a memory limit
+//! ([`DEFAULT_MATERIALIZE_LIMIT_BYTES`] unless the model is told otherwise) with a
+//! [`GradError::MemoryLimit`] that suggests the largest batch that fits.
 
 use ndarray::{Array1, Array2};
+
+/// Default limit on the bytes a materialised `[B, P]` per-sample gradient matrix may take: 4 GiB.
+pub const DEFAULT_MATERIALIZE_LIMIT_BYTES: u64 = 4 << 30;
+
+/// Why per-sample gradients could not be answered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GradError {
+    /// The `[B, P]` matrix would exceed the memory limit.
+    #[error(
+        "materialising per-sample gradients needs {bytes} bytes ({batch_size} examples x \
+         {num_params} parameters x 4 bytes), over the limit of {limit_bytes} bytes; use a batch \
+         of at most {max_batch_size} examples, or a clipping policy that does not materialise"
+    )]
+    MemoryLimit {
+        batch_size: usize,
+        num_params: usize,
+        bytes: u64,
+        limit_bytes: u64,
+        max_batch_size: u64,
+    },
+}
+
+/// Check that a `[batch_size, num_params]` f32 matrix fits in `limit_bytes`; a config check can
+/// call this before training starts.
+pub fn check_materialize_budget(
+    batch_size: usize,
+    num_params: usize,
+    limit_bytes: u64,
+) -> Result<(), GradError> {
+    let row = (num_params as u64).saturating_mul(4);
+    let bytes = (batch_size as u64).saturating_mul(row);
+    if bytes > limit_bytes {
+        return Err(GradError::MemoryLimit {
+            batch_size,
+            num_params,
+            bytes,
+            limit_bytes,
+            max_batch_size: limit_bytes.checked_div(row).unwrap_or(0),
+        });
+    }
+    Ok(())
+}
 
 /// The per-sample gradients of one batch, answered lazily.
 ///
@@ -39,6 +85,7 @@ pub trait PerSampleGradients {
     /// Σ_i g_i with per-example, per-group weights `weights[i, k]` on group k. Shape `[P]`.
     fn group_weighted_sum(&self, weights: &Array2<f64>) -> Array1<f64>;
 
-    /// The materialised per-sample gradient matrix. Shape `[B, P]`.
-    fn materialize(&self) -> Array2<f32>;
+    /// The materialised per-sample gradient matrix. Shape `[B, P]`. Refused with
+    /// [`GradError::MemoryLimit`] when it would exceed the implementation's memory limit.
+    fn materialize(&self) -> Result<Array2<f32>, GradError>;
 }

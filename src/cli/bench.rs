@@ -1,10 +1,227 @@
-//! `dpx bench`: placeholder while the room is being built (replaced by the owning change).
+//! `dpx bench`: step throughput of the reference workloads of `reference/performance.md`
+//! (logreg_mnist, mlp_mnist, cnn_mnist, cnn_cifar10), each as a non-private SGD step and a
+//! DP-SGD step, at one thread and at all threads.
+//!
+//! Orchestration only: a step is `Model::loss_and_gradient` (non-private) or `Model::per_sample`
+//! then `privacy::clip::flat::privatize_flat` (per-sample clipping to 1, noise multiplier 1),
+//! then the sum divided by the batch size and an SGD update. Inputs are random arrays of the
+//! workload's shape (throughput does not depend on pixel values). Also reports the backend's
+//! single-thread sgemm rate on 2048x2048, the ceiling for the achieved GFLOP/s.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::Context;
+use ndarray::{Array1, Array2};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rand_distr::StandardNormal;
+use serde::Serialize;
+
+use crate::bad_input;
+use crate::model::{Model, ModelSpec, with_threads};
+use crate::privacy::clip::flat::privatize_flat;
 
 /// Arguments of `dpx bench`.
 #[derive(Debug, clap::Args)]
-pub struct BenchArgs {}
+pub struct BenchArgs {
+    /// Workload to run (repeatable): logreg_mnist, mlp_mnist, cnn_mnist, cnn_cifar10. Default: all.
+    #[arg(long = "workload", value_name = "NAME")]
+    pub workloads: Vec<String>,
+    /// Timed steps per (workload, mode, threads), after 3 warm-up steps.
+    #[arg(long, default_value_t = 20)]
+    pub steps: usize,
+    /// Run at this many threads only (default: one thread, then all available cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Print one JSON object per line instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Skip the sgemm reference measurement.
+    #[arg(long)]
+    pub no_sgemm: bool,
+}
+
+/// The reference workloads: (name, model, batch size), as in `reference/performance.md`.
+pub fn workloads() -> Vec<(&'static str, ModelSpec, usize)> {
+    let named = |n: &str| {
+        ModelSpec::named(n).unwrap_or_else(|| unreachable!("{n} is a named architecture"))
+    };
+    vec![
+        ("logreg_mnist", named("logreg_mnist"), 256),
+        ("mlp_mnist", named("mlp_mnist"), 256),
+        ("cnn_mnist", named("mnist_cnn"), 256),
+        ("cnn_cifar10", named("cifar_cnn"), 128),
+    ]
+}
+
+/// One measured (workload, mode, threads).
+#[derive(Debug, Clone, Serialize)]
+pub struct BenchRecord {
+    pub workload: String,
+    pub mode: &'static str,
+    pub threads: usize,
+    pub batch: usize,
+    pub params: usize,
+    pub step_ms: f64,
+    pub examples_per_s: f64,
+    pub gflops: f64,
+}
+
+const WARMUP_STEPS: usize = 3;
+const LEARNING_RATE: f64 = 0.1;
+const CLIP_NORM: f64 = 1.0;
+const NOISE_MULTIPLIER: f64 = 1.0;
 
 /// Run `dpx bench`.
-pub fn run(_args: BenchArgs) -> anyhow::Result<std::process::ExitCode> {
-    anyhow::bail!("dpx bench is not built yet")
+pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
+    let all = workloads();
+    let selected: Vec<_> = if args.workloads.is_empty() {
+        all
+    } else {
+        let mut chosen = Vec::new();
+        for name in &args.workloads {
+            let Some(w) = all.iter().find(|(n, _, _)| n == name) else {
+                let names: Vec<_> = all.iter().map(|(n, _, _)| *n).collect();
+                return Err(bad_input!(
+                    "--workload: unknown workload {name:?}; expected one of {}",
+                    names.join(", ")
+                ));
+            };
+            chosen.push(w.clone());
+        }
+        chosen
+    };
+    if args.steps == 0 {
+        return Err(bad_input!("--steps: must be at least 1"));
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let thread_counts = match args.threads {
+        Some(0) => return Err(bad_input!("--threads: must be at least 1")),
+        Some(t) => vec![t],
+        None if cores > 1 => vec![1, cores],
+        None => vec![1],
+    };
+    let mut out = std::io::stdout().lock();
+    if !args.json {
+        writeln!(
+            out,
+            "{:<13} {:<10} {:>7} {:>6} {:>9} {:>10} {:>12} {:>8}",
+            "workload", "mode", "threads", "batch", "params", "step_ms", "examples/s", "GFLOP/s"
+        )?;
+    }
+    if !args.no_sgemm {
+        let rate = sgemm_rate(2048)?;
+        if args.json {
+            writeln!(
+                out,
+                "{}",
+                serde_json::json!({"workload": "sgemm_2048", "mode": "sgemm", "threads": 1, "gflops": round3(rate)})
+            )?;
+        } else {
+            writeln!(
+                out,
+                "# backend sgemm 2048x2048, one thread: {rate:.1} GFLOP/s"
+            )?;
+        }
+    }
+    for (name, spec, batch) in &selected {
+        let model = spec.build().context("building a reference workload")?;
+        for &threads in &thread_counts {
+            for dp in [false, true] {
+                let record = with_threads(threads, || {
+                    measure(name, &model, *batch, dp, threads, args.steps)
+                })??;
+                if args.json {
+                    writeln!(out, "{}", serde_json::to_string(&record)?)?;
+                } else {
+                    writeln!(
+                        out,
+                        "{:<13} {:<10} {:>7} {:>6} {:>9} {:>10.3} {:>12.1} {:>8.1}",
+                        record.workload,
+                        record.mode,
+                        record.threads,
+                        record.batch,
+                        record.params,
+                        record.step_ms,
+                        record.examples_per_s,
+                        record.gflops
+                    )?;
+                }
+                out.flush()?;
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn measure(
+    name: &str,
+    model: &Model,
+    batch: usize,
+    dp: bool,
+    threads: usize,
+    steps: usize,
+) -> anyhow::Result<BenchRecord> {
+    let mut rng = ChaCha8Rng::seed_from_u64(0);
+    let x = Array2::from_shape_fn((batch, model.input_size()), |_| {
+        rng.sample::<f32, _>(StandardNormal)
+    });
+    let labels: Vec<usize> = (0..batch)
+        .map(|_| rng.random_range(0..model.num_classes()))
+        .collect();
+    let mut params = model.init_params(0);
+    let mut noise_rng = ChaCha8Rng::seed_from_u64(1);
+    let mut step = |params: &mut Array1<f32>| -> anyhow::Result<()> {
+        let sum = if dp {
+            let grads = model.per_sample(params.view(), x.view(), &labels)?;
+            privatize_flat(&grads, CLIP_NORM, NOISE_MULTIPLIER, &mut noise_rng)?.sum
+        } else {
+            model.loss_and_gradient(params.view(), x.view(), &labels)?.1
+        };
+        let scale = LEARNING_RATE / batch as f64;
+        params.zip_mut_with(&sum, |p, &g| *p -= (scale * g) as f32);
+        Ok(())
+    };
+    for _ in 0..WARMUP_STEPS {
+        step(&mut params)?;
+    }
+    let start = Instant::now();
+    for _ in 0..steps {
+        step(&mut params)?;
+    }
+    let seconds = start.elapsed().as_secs_f64() / steps as f64;
+    let flops = model.step_flops(batch, dp);
+    Ok(BenchRecord {
+        workload: name.to_string(),
+        mode: if dp { "dp" } else { "nonprivate" },
+        threads,
+        batch,
+        params: model.num_params(),
+        step_ms: round3(seconds * 1e3),
+        examples_per_s: (batch as f64 / seconds * 10.0).round() / 10.0,
+        gflops: round3(flops / seconds / 1e9),
+    })
+}
+
+/// Single-thread GFLOP/s of the backend's f32 matrix product on `n × n` matrices (best of 3).
+fn sgemm_rate(n: usize) -> anyhow::Result<f64> {
+    let a = Array2::<f32>::from_elem((n, n), 0.5);
+    let b = Array2::<f32>::from_elem((n, n), 0.25);
+    let mut c = Array2::<f32>::zeros((n, n));
+    let best = with_threads(1, || {
+        let mut best = f64::INFINITY;
+        for _ in 0..3 {
+            let t = Instant::now();
+            crate::model::linalg::gemm(a.view(), b.view(), 0.0, c.view_mut());
+            best = best.min(t.elapsed().as_secs_f64());
+        }
+        best
+    })?;
+    Ok(2.0 * (n as f64).powi(3) / best / 1e9)
+}
+
+fn round3(v: f64) -> f64 {
+    (v * 1e3).round() / 1e3
 }

@@ -1,0 +1,326 @@
+//! Element-level kernels of the model room: im2col/col2im, pooling, layout permutations and
+//! activations, each forward with its backward.
+//!
+//! Part of the model room; knows nothing of privacy. Images inside a model are stored
+//! channels-last (NHWC): example `b` of an activation matrix `[B, H·W·C]` holds pixel `(h, w)`,
+//! channel `c` at column `(h·W + w)·C + c`. Channels-last makes a convolution one matrix product
+//! `[B·L, K] × [K, C_out]` whose output is again channels-last, with no transpose. The data room's
+//! channel-major (CHW) order is converted on entry ([`chw_to_hwc`]) and restored by `Flatten`
+//! ([`hwc_to_chw`]), so a flattened vector has PyTorch's order.
+//!
+//! Every kernel works example by example (no cross-example operation exists), in parallel over
+//! examples; each example's result is computed the same way whatever the thread count.
+
+use ndarray::{Array2, ArrayView2, ArrayViewMut2, Axis};
+use rayon::prelude::*;
+
+use super::spec::Activation;
+
+/// Geometry of a 2-D window operation (convolution or pooling) on a channels-last image.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    pub channels: usize,
+    pub height: usize,
+    pub width: usize,
+    pub kernel: usize,
+    pub stride: usize,
+    pub padding: usize,
+    pub out_height: usize,
+    pub out_width: usize,
+}
+
+impl Window {
+    /// Output positions per example, L = out_height · out_width.
+    pub fn positions(&self) -> usize {
+        self.out_height * self.out_width
+    }
+
+    /// Columns of an im2col row, K = kernel² · channels, ordered (ki, kj, c).
+    pub fn patch_len(&self) -> usize {
+        self.kernel * self.kernel * self.channels
+    }
+
+    /// Input features per example, H · W · C.
+    pub fn in_len(&self) -> usize {
+        self.height * self.width * self.channels
+    }
+}
+
+/// Lay the receptive fields of every output position out as rows (im2col), zero-padded.
+///
+/// # Shapes
+/// `x`: `[B, H·W·C]` channels-last; returns `[B·L, K]` with row `b·L + oh·W_out + ow` and column
+/// `(ki·kernel + kj)·C + c`.
+pub fn im2col(x: ArrayView2<'_, f32>, g: &Window) -> Array2<f32> {
+    let batch = x.nrows();
+    let (l, k, c) = (g.positions(), g.patch_len(), g.channels);
+    let mut cols = Array2::<f32>::zeros((batch * l, k));
+    let Some(cols_slice) = cols.as_slice_mut() else {
+        unreachable!("a freshly allocated array is contiguous")
+    };
+    cols_slice
+        .par_chunks_mut(l * k)
+        .zip(x.axis_iter(Axis(0)).into_par_iter())
+        .for_each(|(out, xi)| {
+            let xi = xi
+                .to_slice()
+                .map(std::borrow::Cow::Borrowed)
+                .unwrap_or_else(|| std::borrow::Cow::Owned(xi.to_vec()));
+            for oh in 0..g.out_height {
+                for ow in 0..g.out_width {
+                    let row = &mut out[(oh * g.out_width + ow) * k..][..k];
+                    for ki in 0..g.kernel {
+                        let ih = (oh * g.stride + ki) as isize - g.padding as isize;
+                        if ih < 0 || ih >= g.height as isize {
+                            continue;
+                        }
+                        for kj in 0..g.kernel {
+                            let iw = (ow * g.stride + kj) as isize - g.padding as isize;
+                            if iw < 0 || iw >= g.width as isize {
+                                continue;
+                            }
+                            let src = (ih as usize * g.width + iw as usize) * c;
+                            let dst = (ki * g.kernel + kj) * c;
+                            row[dst..dst + c].copy_from_slice(&xi[src..src + c]);
+                        }
+                    }
+                }
+            }
+        });
+    cols
+}
+
+/// The adjoint of [`im2col`]: add every row's entries back onto the input pixels they came from.
+///
+/// # Shapes
+/// `cols`: `[B·L, K]`; returns `[B, H·W·C]` channels-last.
+pub fn col2im(cols: ArrayView2<'_, f32>, g: &Window, batch: usize) -> Array2<f32> {
+    let (l, k, c) = (g.positions(), g.patch_len(), g.channels);
+    let mut x = Array2::<f32>::zeros((batch, g.in_len()));
+    x.axis_iter_mut(Axis(0))
+        .into_par_iter()
+        .enumerate()
+        .for_each(|(b, mut xi)| {
+            let Some(xi) = xi.as_slice_mut() else {
+                unreachable!("rows of a fresh array are contiguous")
+            };
+            let block = cols.slice(ndarray::s![b * l..(b + 1) * l, ..]);
+            for oh in 0..g.out_height {
+                for ow in 0..g.out_width {
+                    let row = block.row(oh * g.out_width + ow);
+                    let row = row
+                        .as_slice()
+                        .map(std::borrow::Cow::Borrowed)
+                        .unwrap_or_else(|| std::borrow::Cow::Owned(row.to_vec()));
+                    for ki in 0..g.kernel {
+                        let ih = (oh * g.stride + ki) as isize - g.padding as isize;
+                        if ih < 0 || ih >= g.height as isize {
+                            continue;
+                        }
+                        for kj in 0..g.kernel {
+                            let iw = (ow * g.stride + kj) as isize - g.padding as isize;
+                            if iw < 0 || iw >= g.width as isize {
+                                continue;
+                            }
+                            let dst = (ih as usize * g.width + iw as usize) * c;
+                            let src = (ki * g.kernel + kj) * c;
+                            for (d, s) in xi[dst..dst + c].iter_mut().zip(&row[src..src + c]) {
+                                *d += *s;
+                            }
+                        }
+                    }
+                }
+            }
+            debug_assert_eq!(k, g.patch_len());
+        });
+    x
+}
+
+/// Max pooling; returns the output and, per output entry, the index (within the example) of the
+/// input entry that won (the first maximum in window order, as PyTorch).
+///
+/// # Shapes
+/// `x`: `[B, H·W·C]`; output `[B, H_out·W_out·C]` and the same shape of indices.
+pub fn max_pool(x: ArrayView2<'_, f32>, g: &Window) -> (Array2<f32>, Array2<u32>) {
+    let batch = x.nrows();
+    let c = g.channels;
+    let out_len = g.positions() * c;
+    let mut out = Array2::<f32>::from_elem((batch, out_len), f32::NEG_INFINITY);
+    let mut arg = Array2::<u32>::zeros((batch, out_len));
+    out.axis_iter_mut(Axis(0))
+        .into_par_iter()
+        .zip(arg.axis_iter_mut(Axis(0)).into_par_iter())
+        .zip(x.axis_iter(Axis(0)).into_par_iter())
+        .for_each(|((mut oi, mut ai), xi)| {
+            for oh in 0..g.out_height {
+                for ow in 0..g.out_width {
+                    let o = (oh * g.out_width + ow) * c;
+                    for ki in 0..g.kernel {
+                        for kj in 0..g.kernel {
+                            let ih = oh * g.stride + ki;
+                            let iw = ow * g.stride + kj;
+                            let src = (ih * g.width + iw) * c;
+                            for ch in 0..c {
+                                let v = xi[src + ch];
+                                // Also lets a NaN through, as PyTorch propagates it.
+                                if v > oi[o + ch] || v.is_nan() {
+                                    oi[o + ch] = v;
+                                    ai[o + ch] = (src + ch) as u32;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        });
+    (out, arg)
+}
+
+/// Backward of [`max_pool`]: route each output gradient to its winning input entry.
+pub fn max_pool_backward(dout: ArrayView2<'_, f32>, arg: &Array2<u32>, g: &Window) -> Array2<f32> {
+    let batch = dout.nrows();
+    let mut dx = Array2::<f32>::zeros((batch, g.in_len()));
+    dx.axis_iter_mut(Axis(0))
+        .into_par_iter()
+        .zip(dout.axis_iter(Axis(0)).into_par_iter())
+        .zip(arg.axis_iter(Axis(0)).into_par_iter())
+        .for_each(|((mut dxi, di), ai)| {
+            for (d, &a) in di.iter().zip(ai.iter()) {
+                dxi[a as usize] += *d;
+            }
+        });
+    dx
+}
+
+/// Average pooling (windows inside the image; no padding).
+pub fn avg_pool(x: ArrayView2<'_, f32>, g: &Window) -> Array2<f32> {
+    let batch = x.nrows();
+    let c = g.channels;
+    let scale = 1.0 / (g.kernel * g.kernel) as f32;
+    let mut out = Array2::<f32>::zeros((batch, g.positions() * c));
+    out.axis_iter_mut(Axis(0))
+        .into_par_iter()
+        .zip(x.axis_iter(Axis(0)).into_par_iter())
+        .for_each(|(mut oi, xi)| {
+            for oh in 0..g.out_height {
+                for ow in 0..g.out_width {
+                    let o = (oh * g.out_width + ow) * c;
+                    for ki in 0..g.kernel {
+                        for kj in 0..g.kernel {
+                            let src = ((oh * g.stride + ki) * g.width + ow * g.stride + kj) * c;
+                            for ch in 0..c {
+                                oi[o + ch] += xi[src + ch];
+                            }
+                        }
+                    }
+                    for ch in 0..c {
+                        oi[o + ch] *= scale;
+                    }
+                }
+            }
+        });
+    out
+}
+
+/// Backward of [`avg_pool`].
+pub fn avg_pool_backward(dout: ArrayView2<'_, f32>, g: &Window) -> Array2<f32> {
+    let batch = dout.nrows();
+    let c = g.channels;
+    let scale = 1.0 / (g.kernel * g.kernel) as f32;
+    let mut dx = Array2::<f32>::zeros((batch, g.in_len()));
+    dx.axis_iter_mut(Axis(0))
+        .into_par_iter()
+        .zip(dout.axis_iter(Axis(0)).into_par_iter())
+        .for_each(|(mut dxi, di)| {
+            for oh in 0..g.out_height {
+                for ow in 0..g.out_width {
+                    let o = (oh * g.out_width + ow) * c;
+                    for ki in 0..g.kernel {
+                        for kj in 0..g.kernel {
+                            let dst = ((oh * g.stride + ki) * g.width + ow * g.stride + kj) * c;
+                            for ch in 0..c {
+                                dxi[dst + ch] += di[o + ch] * scale;
+                            }
+                        }
+                    }
+                }
+            }
+        });
+    dx
+}
+
+/// Channel-major `[C, H, W]` rows to channels-last `[H, W, C]` rows.
+pub fn chw_to_hwc(x: ArrayView2<'_, f32>, c: usize, h: usize, w: usize) -> Array2<f32> {
+    let mut out = Array2::<f32>::zeros(x.raw_dim());
+    permute_rows(x, out.view_mut(), |src| {
+        // src indexes CHW; return the HWC index.
+        let ch = src / (h * w);
+        let pix = src % (h * w);
+        pix * c + ch
+    });
+    out
+}
+
+/// Channels-last `[H, W, C]` rows to channel-major `[C, H, W]` rows (PyTorch's flatten order).
+pub fn hwc_to_chw(x: ArrayView2<'_, f32>, c: usize, h: usize, w: usize) -> Array2<f32> {
+    let mut out = Array2::<f32>::zeros(x.raw_dim());
+    permute_rows(x, out.view_mut(), |src| {
+        // src indexes HWC; return the CHW index.
+        let pix = src / c;
+        let ch = src % c;
+        ch * (h * w) + pix
+    });
+    out
+}
+
+fn permute_rows(
+    x: ArrayView2<'_, f32>,
+    mut out: ArrayViewMut2<'_, f32>,
+    dst_of: impl Fn(usize) -> usize + Sync,
+) {
+    out.axis_iter_mut(Axis(0))
+        .into_par_iter()
+        .zip(x.axis_iter(Axis(0)).into_par_iter())
+        .for_each(|(mut oi, xi)| {
+            for (src, v) in xi.iter().enumerate() {
+                oi[dst_of(src)] = *v;
+            }
+        });
+}
+
+/// Apply an activation in place.
+pub fn activate(f: Activation, x: &mut Array2<f32>) {
+    match f {
+        Activation::Relu => x.par_mapv_inplace(|v| v.max(0.0)),
+        Activation::Tanh => x.par_mapv_inplace(f32::tanh),
+        Activation::Sigmoid => x.par_mapv_inplace(sigmoid),
+    }
+}
+
+/// Multiply `d` in place by the activation's derivative, written in terms of its output `y`:
+/// relu' = [y > 0], tanh' = 1 − y², sigmoid' = y (1 − y).
+pub fn activation_backward(f: Activation, y: ArrayView2<'_, f32>, d: &mut Array2<f32>) {
+    let apply = |op: fn(f32, f32) -> f32, d: &mut Array2<f32>| {
+        d.axis_iter_mut(Axis(0))
+            .into_par_iter()
+            .zip(y.axis_iter(Axis(0)).into_par_iter())
+            .for_each(|(mut di, yi)| {
+                di.zip_mut_with(&yi, |dv, &yv| *dv = op(*dv, yv));
+            });
+    };
+    match f {
+        Activation::Relu => apply(|d, y| if y > 0.0 { d } else { 0.0 }, d),
+        Activation::Tanh => apply(|d, y| d * (1.0 - y * y), d),
+        Activation::Sigmoid => apply(|d, y| d * y * (1.0 - y), d),
+    }
+}
+
+/// The logistic function, stable for large |x|.
+pub fn sigmoid(x: f32) -> f32 {
+    if x >= 0.0 {
+        1.0 / (1.0 + (-x).exp())
+    } else {
+        let e = x.exp();
+        e / (1.0 + e)
+    }
+}

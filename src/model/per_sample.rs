@@ -1,0 +1,455 @@
+//! Per-sample gradients of one batch without a `[B, P]` matrix: the model room's answer to
+//! [`crate::grad::PerSampleGradients`].
+//!
+//! Part of the model room; knows nothing of privacy (it never sees a clip norm or noise). One
+//! forward and one backward pass over the batch keep, for each trainable layer, its input and its
+//! delta (gradient of the loss with respect to the layer's output). No operation mixes examples,
+//! so example i's gradient is a function of its own rows only:
+//!
+//! - **Dense** (`y = W a + b`): `g_i = δ_i a_iᵀ`, so ‖g_i^W‖² = ‖a_i‖² ‖δ_i‖² and ‖g_i^b‖² = ‖δ_i‖²
+//!   (the norm factorisation of Goodfellow 2015, "Efficient per-example gradient computations");
+//!   `Σ_i w_i g_i^W = Δᵀ diag(w) A`: one matrix product.
+//! - **Conv** (im2col: `Y_i = U_i Wᵀ + b`, `U_i` `[L, K]`, `Δ_i` `[L, C_out]`): `g_i^W = Δ_iᵀ U_i`.
+//!   Its squared norm is either formed directly (cost ≈ L·K·C_out) or by the ghost-norm identity
+//!   ‖Δ_iᵀ U_i‖²_F = ⟨U_i U_iᵀ, Δ_i Δ_iᵀ⟩ (cost ≈ L²(K + C_out); Li et al. 2022, "Large language
+//!   models can be strong differentially private learners", §4), whichever is cheaper per layer.
+//!   `g_i^b = Σ_l Δ_i[l, :]`. Weighted sums scale Δ's rows by their example's weight and form one
+//!   product `(diag(w) Δ)ᵀ U`.
+//!
+//! Numerics: inputs and deltas are f32; squared norms are accumulated in f64; weighted sums are
+//! f32 matrix products (weights rounded toward zero to f32 so no example's weight grows) returned
+//! as f64. Each example's norm is computed by the same operations whatever the thread count.
+
+use std::ops::Range;
+use std::sync::OnceLock;
+
+use ndarray::linalg::general_mat_mul;
+use ndarray::{Array1, Array2, ArrayView2, ArrayViewMut2, Axis, CowArray, Ix2, s};
+use rayon::prelude::*;
+
+use super::linalg::gemm;
+use crate::grad::{GradError, PerSampleGradients, check_materialize_budget};
+
+/// What one trainable layer keeps from the passes.
+pub(crate) enum Trainable<'a> {
+    /// `input`: `[B, inputs]`; `delta`: `[B, units]`.
+    Dense {
+        input: CowArray<'a, f32, Ix2>,
+        delta: Array2<f32>,
+        weight: Range<usize>,
+        bias: Range<usize>,
+    },
+    /// `cols`: `[B·L, K]` (im2col); `delta`: `[B·L, C_out]`.
+    Conv {
+        cols: Array2<f32>,
+        delta: Array2<f32>,
+        positions: usize,
+        weight: Range<usize>,
+        bias: Range<usize>,
+    },
+}
+
+/// How a convolution's per-example weight-gradient norm is formed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConvNormMethod {
+    /// Form `Δ_iᵀ U_i` (`[C_out, K]`) and sum its squares.
+    Materialize,
+    /// ⟨U_i U_iᵀ, Δ_i Δ_iᵀ⟩ with two `[L, L]` Gram matrices.
+    Ghost,
+}
+
+impl ConvNormMethod {
+    /// The cheaper method for `positions` = L, `patch` = K, `channels` = C_out:
+    /// ghost when L²(K + C_out) < L·K·C_out.
+    pub fn cheaper(positions: usize, patch: usize, channels: usize) -> Self {
+        if positions * (patch + channels) < patch * channels {
+            ConvNormMethod::Ghost
+        } else {
+            ConvNormMethod::Materialize
+        }
+    }
+}
+
+/// The per-sample gradients of one batch (see the module doc), with per-example losses.
+pub struct BatchGradients<'a> {
+    batch: usize,
+    num_params: usize,
+    groups: Vec<(String, Range<usize>)>,
+    trainables: Vec<Trainable<'a>>,
+    losses: Array1<f64>,
+    limit_bytes: u64,
+    /// Squared per-example norms per group `[B, groups]`, computed on first use.
+    squared: OnceLock<Array2<f64>>,
+    conv_method: Option<ConvNormMethod>,
+}
+
+impl<'a> BatchGradients<'a> {
+    pub(crate) fn new(
+        batch: usize,
+        num_params: usize,
+        groups: Vec<(String, Range<usize>)>,
+        trainables: Vec<Trainable<'a>>,
+        losses: Array1<f64>,
+        limit_bytes: u64,
+    ) -> Self {
+        BatchGradients {
+            batch,
+            num_params,
+            groups,
+            trainables,
+            losses,
+            limit_bytes,
+            squared: OnceLock::new(),
+            conv_method: None,
+        }
+    }
+
+    /// Per-example losses ℓ_i (data term). Shape `[B]`.
+    pub fn losses(&self) -> &Array1<f64> {
+        &self.losses
+    }
+
+    /// Σ_i g_i: the non-private batch gradient. Shape `[P]`.
+    pub fn sum(&self) -> Array1<f64> {
+        self.combine(None)
+    }
+
+    /// Force one method for every convolution's norms (tests compare both); by default each
+    /// layer uses [`ConvNormMethod::cheaper`].
+    pub fn with_conv_norm_method(mut self, method: ConvNormMethod) -> Self {
+        self.conv_method = Some(method);
+        self.squared = OnceLock::new();
+        self
+    }
+
+    fn squared_norms(&self) -> &Array2<f64> {
+        self.squared.get_or_init(|| {
+            let mut out = Array2::<f64>::zeros((self.batch, self.groups.len()));
+            for (t, trainable) in self.trainables.iter().enumerate() {
+                let per_example: Vec<(f64, f64)> = match trainable {
+                    Trainable::Dense { input, delta, .. } => {
+                        dense_squared_norms(input.view(), delta.view())
+                    }
+                    Trainable::Conv {
+                        cols,
+                        delta,
+                        positions,
+                        ..
+                    } => {
+                        let method = self.conv_method.unwrap_or_else(|| {
+                            ConvNormMethod::cheaper(*positions, cols.ncols(), delta.ncols())
+                        });
+                        conv_squared_norms(cols.view(), delta.view(), *positions, method)
+                    }
+                };
+                for (i, (w, b)) in per_example.into_iter().enumerate() {
+                    out[[i, 2 * t]] = w;
+                    out[[i, 2 * t + 1]] = b;
+                }
+            }
+            out
+        })
+    }
+
+    /// Σ_i Σ_k weights[i, k] g_i restricted to group k; `None` means all weights 1.
+    fn combine(&self, weights: Option<&Array2<f64>>) -> Array1<f64> {
+        let mut out = Array1::<f64>::zeros(self.num_params);
+        for (t, trainable) in self.trainables.iter().enumerate() {
+            let wcol = weights.map(|w| {
+                w.column(2 * t)
+                    .iter()
+                    .map(|&v| toward_zero_f32(v))
+                    .collect::<Vec<f32>>()
+            });
+            let bcol = weights.map(|w| w.column(2 * t + 1).to_vec());
+            match trainable {
+                Trainable::Dense {
+                    input,
+                    delta,
+                    weight,
+                    bias,
+                } => {
+                    let scaled = scale_rows(delta.view(), wcol.as_deref(), 1);
+                    let d = scaled.as_ref().map_or(delta.view(), |a| a.view());
+                    let mut gw = Array2::<f32>::zeros((delta.ncols(), input.ncols()));
+                    gemm(d.t(), input.view(), 0.0, gw.view_mut());
+                    write_f64(&mut out, weight, &gw);
+                    bias_sum(&mut out, bias, delta.view(), 1, bcol.as_deref());
+                }
+                Trainable::Conv {
+                    cols,
+                    delta,
+                    positions,
+                    weight,
+                    bias,
+                } => {
+                    let scaled = scale_rows(delta.view(), wcol.as_deref(), *positions);
+                    let d = scaled.as_ref().map_or(delta.view(), |a| a.view());
+                    let mut gw = Array2::<f32>::zeros((delta.ncols(), cols.ncols()));
+                    gemm(d.t(), cols.view(), 0.0, gw.view_mut());
+                    write_f64(&mut out, weight, &gw);
+                    bias_sum(&mut out, bias, delta.view(), *positions, bcol.as_deref());
+                }
+            }
+        }
+        out
+    }
+}
+
+impl PerSampleGradients for BatchGradients<'_> {
+    fn batch_size(&self) -> usize {
+        self.batch
+    }
+
+    fn num_params(&self) -> usize {
+        self.num_params
+    }
+
+    fn groups(&self) -> Vec<(String, Range<usize>)> {
+        self.groups.clone()
+    }
+
+    fn norms(&self) -> Array1<f64> {
+        self.squared_norms()
+            .axis_iter(Axis(0))
+            .map(|row| row.sum().sqrt())
+            .collect()
+    }
+
+    fn group_norms(&self) -> Array2<f64> {
+        self.squared_norms().mapv(f64::sqrt)
+    }
+
+    fn weighted_sum(&self, weights: &Array1<f64>) -> Array1<f64> {
+        assert_eq!(weights.len(), self.batch, "one weight per example");
+        let g = self.groups.len();
+        let full = Array2::from_shape_fn((self.batch, g), |(i, _)| weights[i]);
+        self.combine(Some(&full))
+    }
+
+    fn group_weighted_sum(&self, weights: &Array2<f64>) -> Array1<f64> {
+        assert_eq!(
+            weights.dim(),
+            (self.batch, self.groups.len()),
+            "one weight per example and group"
+        );
+        self.combine(Some(weights))
+    }
+
+    fn materialize(&self) -> Result<Array2<f32>, GradError> {
+        check_materialize_budget(self.batch, self.num_params, self.limit_bytes)?;
+        let mut out = Array2::<f32>::zeros((self.batch, self.num_params));
+        out.axis_iter_mut(Axis(0))
+            .into_par_iter()
+            .enumerate()
+            .for_each(|(i, mut row)| {
+                for trainable in &self.trainables {
+                    match trainable {
+                        Trainable::Dense {
+                            input,
+                            delta,
+                            weight,
+                            bias,
+                        } => {
+                            let a = input.row(i);
+                            let d = delta.row(i);
+                            let mut gw = row
+                                .slice_mut(s![weight.clone()])
+                                .into_shape_with_order((d.len(), a.len()))
+                                .unwrap_or_else(|_| {
+                                    unreachable!("a row of a fresh array is contiguous")
+                                });
+                            for (mut r, &dj) in gw.rows_mut().into_iter().zip(d.iter()) {
+                                r.zip_mut_with(&a, |g, &ak| *g = dj * ak);
+                            }
+                            row.slice_mut(s![bias.clone()]).assign(&d);
+                        }
+                        Trainable::Conv {
+                            cols,
+                            delta,
+                            positions,
+                            weight,
+                            bias,
+                        } => {
+                            let l = *positions;
+                            let u = cols.slice(s![i * l..(i + 1) * l, ..]);
+                            let d = delta.slice(s![i * l..(i + 1) * l, ..]);
+                            let gw = row
+                                .slice_mut(s![weight.clone()])
+                                .into_shape_with_order((d.ncols(), u.ncols()))
+                                .unwrap_or_else(|_| {
+                                    unreachable!("a row of a fresh array is contiguous")
+                                });
+                            conv_example_gradient(u, d, gw);
+                            row.slice_mut(s![bias.clone()]).assign(&d.sum_axis(Axis(0)));
+                        }
+                    }
+                }
+            });
+        Ok(out)
+    }
+}
+
+/// `g ← Δ_iᵀ U_i`.
+fn conv_example_gradient(
+    u: ArrayView2<'_, f32>,
+    d: ArrayView2<'_, f32>,
+    mut g: ArrayViewMut2<'_, f32>,
+) {
+    general_mat_mul(1.0, &d.t(), &u, 0.0, &mut g);
+}
+
+/// Per example: (‖a_i‖²‖δ_i‖², ‖δ_i‖²), accumulated in f64.
+fn dense_squared_norms(input: ArrayView2<'_, f32>, delta: ArrayView2<'_, f32>) -> Vec<(f64, f64)> {
+    input
+        .axis_iter(Axis(0))
+        .into_par_iter()
+        .zip(delta.axis_iter(Axis(0)).into_par_iter())
+        .map(|(a, d)| {
+            let sa = sum_squares(a.iter().copied());
+            let sd = sum_squares(d.iter().copied());
+            (sa * sd, sd)
+        })
+        .collect()
+}
+
+/// Per example: (‖Δ_iᵀ U_i‖²_F, ‖Σ_l Δ_i[l, :]‖²).
+fn conv_squared_norms(
+    cols: ArrayView2<'_, f32>,
+    delta: ArrayView2<'_, f32>,
+    positions: usize,
+    method: ConvNormMethod,
+) -> Vec<(f64, f64)> {
+    let batch = delta.nrows().checked_div(positions).unwrap_or(0);
+    let (k, c) = (cols.ncols(), delta.ncols());
+    (0..batch)
+        .into_par_iter()
+        .map_init(
+            || match method {
+                ConvNormMethod::Materialize => {
+                    (Array2::<f32>::zeros((c, k)), Array2::<f32>::zeros((0, 0)))
+                }
+                ConvNormMethod::Ghost => (
+                    Array2::<f32>::zeros((positions, positions)),
+                    Array2::<f32>::zeros((positions, positions)),
+                ),
+            },
+            |(s1, s2), i| {
+                let u = cols.slice(s![i * positions..(i + 1) * positions, ..]);
+                let d = delta.slice(s![i * positions..(i + 1) * positions, ..]);
+                let weight_sq = match method {
+                    ConvNormMethod::Materialize => {
+                        conv_example_gradient(u, d, s1.view_mut());
+                        sum_squares(s1.iter().copied())
+                    }
+                    ConvNormMethod::Ghost => {
+                        general_mat_mul(1.0, &u, &u.t(), 0.0, s1);
+                        general_mat_mul(1.0, &d, &d.t(), 0.0, s2);
+                        s1.iter()
+                            .zip(s2.iter())
+                            .map(|(&x, &y)| x as f64 * y as f64)
+                            .sum::<f64>()
+                    }
+                };
+                let mut bias = vec![0.0f64; c];
+                for r in d.rows() {
+                    for (b, &v) in bias.iter_mut().zip(r.iter()) {
+                        *b += v as f64;
+                    }
+                }
+                (weight_sq, bias.iter().map(|b| b * b).sum())
+            },
+        )
+        .collect()
+}
+
+fn sum_squares(it: impl Iterator<Item = f32>) -> f64 {
+    it.map(|v| (v as f64) * (v as f64)).sum()
+}
+
+/// Rows of `delta` times their example's weight (`rows_per_example` rows per example);
+/// `None` when there are no weights (all ones).
+fn scale_rows(
+    delta: ArrayView2<'_, f32>,
+    weights: Option<&[f32]>,
+    rows_per_example: usize,
+) -> Option<Array2<f32>> {
+    let w = weights?;
+    let mut out = delta.to_owned();
+    out.axis_chunks_iter_mut(Axis(0), rows_per_example)
+        .into_par_iter()
+        .zip(w.par_iter())
+        .for_each(|(mut block, &wi)| block.mapv_inplace(|v| v * wi));
+    Some(out)
+}
+
+/// out[range] ← g (flattened row-major), widened to f64.
+fn write_f64(out: &mut Array1<f64>, range: &Range<usize>, g: &Array2<f32>) {
+    for (o, &v) in out.slice_mut(s![range.clone()]).iter_mut().zip(g.iter()) {
+        *o = v as f64;
+    }
+}
+
+/// out[bias] ← Σ_i w_i Σ_{rows of i} δ (f64).
+fn bias_sum(
+    out: &mut Array1<f64>,
+    range: &Range<usize>,
+    delta: ArrayView2<'_, f32>,
+    rows_per_example: usize,
+    weights: Option<&[f64]>,
+) {
+    let c = delta.ncols();
+    let mut acc = vec![0.0f64; c];
+    for (i, block) in delta
+        .axis_chunks_iter(Axis(0), rows_per_example.max(1))
+        .enumerate()
+    {
+        let wi = weights.map_or(1.0, |w| w[i]);
+        for r in block.rows() {
+            for (a, &v) in acc.iter_mut().zip(r.iter()) {
+                *a += wi * v as f64;
+            }
+        }
+    }
+    for (o, a) in out.slice_mut(s![range.clone()]).iter_mut().zip(acc) {
+        *o = a;
+    }
+}
+
+/// `w` as f32, rounded toward zero so |result| ≤ |w| (a clipping weight never grows).
+fn toward_zero_f32(w: f64) -> f32 {
+    let v = w as f32;
+    if v != 0.0 && (v as f64).abs() > w.abs() {
+        f32::from_bits(v.to_bits() - 1)
+    } else {
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn weights_round_toward_zero() {
+        for w in [0.1f64, 1.0 / 3.0, 0.7, -0.3, 1e-40, 1.0] {
+            let v = toward_zero_f32(w);
+            assert!((v as f64).abs() <= w.abs(), "{w} -> {v}");
+            assert!(
+                ((v as f64) - w).abs() <= w.abs() * 1.2e-7 + 1e-45,
+                "{w} -> {v}"
+            );
+        }
+    }
+
+    #[test]
+    fn ghost_is_chosen_only_when_cheaper() {
+        // mnist_cnn's first conv: L = 196, K = 64, C = 16: 196·80 > 64·16, so materialise.
+        assert_eq!(
+            ConvNormMethod::cheaper(196, 64, 16),
+            ConvNormMethod::Materialize
+        );
+        // A late conv with 4 positions and a wide kernel: 4·(1152+128) < 1152·128, so ghost.
+        assert_eq!(ConvNormMethod::cheaper(4, 1152, 128), ConvNormMethod::Ghost);
+    }
+}

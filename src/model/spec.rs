@@ -1,0 +1,232 @@
+//! Model specifications: what a user asks for, before anything is built.
+//!
+//! Part of the model room. A [`ModelSpec`] is a plain value (serde-friendly, so the config room can
+//! mirror it) naming an input shape, a list of [`LayerSpec`]s, a [`LossKind`] and an L2
+//! coefficient. [`ModelSpec::build`] checks it and returns a [`crate::model::Model`]. Nothing here
+//! allocates parameters or knows of privacy.
+
+use serde::{Deserialize, Serialize};
+
+/// An element-wise activation function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Activation {
+    /// max(0, x).
+    Relu,
+    /// tanh(x).
+    Tanh,
+    /// 1 / (1 + e^{-x}).
+    Sigmoid,
+}
+
+impl Activation {
+    /// The name used in specs and configs.
+    pub fn name(self) -> &'static str {
+        match self {
+            Activation::Relu => "relu",
+            Activation::Tanh => "tanh",
+            Activation::Sigmoid => "sigmoid",
+        }
+    }
+}
+
+/// One layer of a sequential model.
+///
+/// Shapes are inferred from the input shape: a layer never repeats its input size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum LayerSpec {
+    /// Fully connected layer `y = W x + b` with `units` outputs. Its input must be a vector
+    /// (use [`LayerSpec::Flatten`] after convolutions).
+    Dense { units: usize },
+    /// 2-D convolution (cross-correlation, as PyTorch's `Conv2d`) with `channels` output channels,
+    /// a square `kernel`, `stride` and zero `padding`. Its input must be an image `[C, H, W]`.
+    Conv2d {
+        channels: usize,
+        kernel: usize,
+        stride: usize,
+        padding: usize,
+    },
+    /// Max pooling over square windows of side `kernel`, moved by `stride` (no padding).
+    MaxPool { kernel: usize, stride: usize },
+    /// Average pooling over square windows of side `kernel`, moved by `stride` (no padding).
+    AvgPool { kernel: usize, stride: usize },
+    /// Image `[C, H, W]` to vector `[C·H·W]` in channel-major order (PyTorch's `Flatten`).
+    Flatten,
+    /// An element-wise activation.
+    Activation { function: Activation },
+}
+
+impl LayerSpec {
+    /// Shorthand for an activation layer.
+    pub fn act(function: Activation) -> Self {
+        LayerSpec::Activation { function }
+    }
+
+    /// Shorthand for a convolution.
+    pub fn conv(channels: usize, kernel: usize, stride: usize, padding: usize) -> Self {
+        LayerSpec::Conv2d {
+            channels,
+            kernel,
+            stride,
+            padding,
+        }
+    }
+}
+
+/// The loss applied to the model's output (the logits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LossKind {
+    /// Softmax cross-entropy over `k ≥ 2` logits: `ℓ = logsumexp(z) − z_y`, computed with the
+    /// max shift so it never overflows.
+    SoftmaxCrossEntropy,
+    /// Binary logistic loss on one logit `z` with label `y ∈ {0, 1}`:
+    /// `ℓ = log(1 + e^{−s z})` with `s = 2y − 1`, computed as `softplus(−s z)` stably.
+    BinaryLogistic,
+    /// Squared loss `ℓ = ½ ‖z − t‖²`, where `t` is the one-hot label for `k ≥ 2` outputs and the
+    /// label itself (0 or 1) for one output.
+    Squared,
+}
+
+/// A sequential model: input shape, layers, loss and L2 coefficient.
+///
+/// `input_shape` is `[d]` for vectors or `[C, H, W]` for images (flattened channel-major in the
+/// data, as [`crate::data::Dataset`] stores them).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSpec {
+    pub input_shape: Vec<usize>,
+    pub layers: Vec<LayerSpec>,
+    pub loss: LossKind,
+    /// L2 regularisation coefficient λ: the penalty is `λ/2 ‖θ‖²` over all parameters. It is
+    /// data-independent, so it is not part of per-sample gradients (see
+    /// [`crate::model::Model::add_l2_gradient`]).
+    #[serde(default)]
+    pub l2: f64,
+}
+
+/// The names accepted by [`ModelSpec::named`].
+pub const NAMED_ARCHITECTURES: &[&str] = &["mnist_cnn", "cifar_cnn", "logreg_mnist", "mlp_mnist"];
+
+impl ModelSpec {
+    /// Multinomial logistic regression `d → k` with softmax cross-entropy (`k ≥ 2`).
+    pub fn logistic_regression(input_dim: usize, num_classes: usize) -> Self {
+        ModelSpec {
+            input_shape: vec![input_dim],
+            layers: vec![LayerSpec::Dense { units: num_classes }],
+            loss: LossKind::SoftmaxCrossEntropy,
+            l2: 0.0,
+        }
+    }
+
+    /// Binary logistic regression `d → 1` with the logistic loss (labels 0/1).
+    pub fn binary_logistic_regression(input_dim: usize) -> Self {
+        ModelSpec {
+            input_shape: vec![input_dim],
+            layers: vec![LayerSpec::Dense { units: 1 }],
+            loss: LossKind::BinaryLogistic,
+            l2: 0.0,
+        }
+    }
+
+    /// A multilayer perceptron `d → hidden[0] → … → k` with `activation` after each hidden layer
+    /// and softmax cross-entropy.
+    pub fn mlp(
+        input_dim: usize,
+        hidden: &[usize],
+        activation: Activation,
+        num_classes: usize,
+    ) -> Self {
+        let mut layers = Vec::with_capacity(2 * hidden.len() + 1);
+        for &units in hidden {
+            layers.push(LayerSpec::Dense { units });
+            layers.push(LayerSpec::act(activation));
+        }
+        layers.push(LayerSpec::Dense { units: num_classes });
+        ModelSpec {
+            input_shape: vec![input_dim],
+            layers,
+            loss: LossKind::SoftmaxCrossEntropy,
+            l2: 0.0,
+        }
+    }
+
+    /// The small MNIST CNN of the DP-SGD literature (Papernot et al. 2021; the Opacus and TF
+    /// Privacy examples), exactly as in `reference/performance.md`: conv 16@8x8 s2 p3, tanh,
+    /// maxpool 2 s1, conv 32@4x4 s2, tanh, maxpool 2 s1, flatten, dense 32, tanh, dense 10.
+    /// Input `[1, 28, 28]`; 26,010 parameters.
+    pub fn mnist_cnn() -> Self {
+        use Activation::Tanh;
+        ModelSpec {
+            input_shape: vec![1, 28, 28],
+            layers: vec![
+                LayerSpec::conv(16, 8, 2, 3),
+                LayerSpec::act(Tanh),
+                LayerSpec::MaxPool {
+                    kernel: 2,
+                    stride: 1,
+                },
+                LayerSpec::conv(32, 4, 2, 0),
+                LayerSpec::act(Tanh),
+                LayerSpec::MaxPool {
+                    kernel: 2,
+                    stride: 1,
+                },
+                LayerSpec::Flatten,
+                LayerSpec::Dense { units: 32 },
+                LayerSpec::act(Tanh),
+                LayerSpec::Dense { units: 10 },
+            ],
+            loss: LossKind::SoftmaxCrossEntropy,
+            l2: 0.0,
+        }
+    }
+
+    /// The tempered-sigmoid CIFAR-10 CNN (Papernot et al. 2021), exactly as in
+    /// `reference/performance.md`: 3 × [conv 3x3 p1, tanh, conv 3x3 p1, tanh, maxpool 2] with
+    /// 32/64/128 channels, flatten, dense 128, tanh, dense 10. Input `[3, 32, 32]`; 550,570
+    /// parameters.
+    pub fn cifar_cnn() -> Self {
+        use Activation::Tanh;
+        let mut layers = Vec::new();
+        for channels in [32, 64, 128] {
+            layers.push(LayerSpec::conv(channels, 3, 1, 1));
+            layers.push(LayerSpec::act(Tanh));
+            layers.push(LayerSpec::conv(channels, 3, 1, 1));
+            layers.push(LayerSpec::act(Tanh));
+            layers.push(LayerSpec::MaxPool {
+                kernel: 2,
+                stride: 2,
+            });
+        }
+        layers.push(LayerSpec::Flatten);
+        layers.push(LayerSpec::Dense { units: 128 });
+        layers.push(LayerSpec::act(Tanh));
+        layers.push(LayerSpec::Dense { units: 10 });
+        ModelSpec {
+            input_shape: vec![3, 32, 32],
+            layers,
+            loss: LossKind::SoftmaxCrossEntropy,
+            l2: 0.0,
+        }
+    }
+
+    /// A named architecture: `mnist_cnn`, `cifar_cnn`, `logreg_mnist` (784 → 10) or `mlp_mnist`
+    /// (784 → 512 → 512 → 10, ReLU). `None` for an unknown name (see [`NAMED_ARCHITECTURES`]).
+    pub fn named(name: &str) -> Option<Self> {
+        match name {
+            "mnist_cnn" => Some(Self::mnist_cnn()),
+            "cifar_cnn" => Some(Self::cifar_cnn()),
+            "logreg_mnist" => Some(Self::logistic_regression(784, 10)),
+            "mlp_mnist" => Some(Self::mlp(784, &[512, 512], Activation::Relu, 10)),
+            _ => None,
+        }
+    }
+
+    /// The same spec with L2 coefficient `l2`.
+    pub fn with_l2(mut self, l2: f64) -> Self {
+        self.l2 = l2;
+        self
+    }
+}

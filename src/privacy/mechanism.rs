@@ -1,0 +1,130 @@
+//! Noise mechanisms: the one place in dpx where a noise scale is formed.
+//!
+//! Part of the privacy room. [`add_gaussian_noise`] is the Gaussian mechanism: it adds
+//! N(0, noise_std²) to every coordinate with `noise_std = noise_multiplier × sensitivity`
+//! (Dwork & Roth 2014, Thm. A.1; Abadi et al. 2016, Alg. 1, line "Add noise", with
+//! sensitivity = the clip norm C). No other function multiplies a noise multiplier by a
+//! sensitivity: clipping policies call this one, and the event they record carries the same
+//! `noise_multiplier` (see [`crate::privacy::event::DpEvent::Gaussian`]).
+//!
+//! Randomness: the caller passes the RNG (a per-run noise stream seeded from the run's seed, or a
+//! cryptographic RNG in a secure mode). Standard normals come from `rand_distr::StandardNormal`
+//! (ziggurat), drawn in f64. Floating-point noise is known to leak through the low bits of the
+//! samples (Mironov 2012, "On significance of the least significant bits for differential
+//! privacy"); like Opacus's default mode, this mechanism does not defend against that attack.
+//!
+//! This module never imports `model` or `train`.
+
+use ndarray::ArrayViewMut1;
+use rand::Rng;
+use rand_distr::StandardNormal;
+
+/// Errors in a mechanism's parameters.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum MechanismError {
+    #[error("noise_multiplier must be finite and non-negative, found {noise_multiplier}")]
+    InvalidNoiseMultiplier { noise_multiplier: f64 },
+    #[error("sensitivity must be finite and positive, found {sensitivity}")]
+    InvalidSensitivity { sensitivity: f64 },
+}
+
+/// The Gaussian mechanism in place: `sum[j] += noise_std · z_j`, `z_j ~ N(0, 1)` i.i.d., with
+/// `noise_std = noise_multiplier × sensitivity`. Returns `noise_std`.
+///
+/// `sensitivity` is the L2 sensitivity of `sum` (for flat clipping, the clip norm C).
+/// `noise_multiplier = 0` adds nothing (a non-private release: record it as such).
+///
+/// ```
+/// use dpx::privacy::mechanism::add_gaussian_noise;
+/// use ndarray::Array1;
+/// use rand::SeedableRng;
+/// let mut sum = Array1::<f64>::zeros(3);
+/// let mut rng = rand_chacha::ChaCha12Rng::seed_from_u64(0);
+/// let noise_std = add_gaussian_noise(sum.view_mut(), 1.1, 2.0, &mut rng).unwrap();
+/// assert_eq!(noise_std, 1.1 * 2.0);
+/// ```
+pub fn add_gaussian_noise<R: Rng + ?Sized>(
+    mut sum: ArrayViewMut1<'_, f64>,
+    noise_multiplier: f64,
+    sensitivity: f64,
+    rng: &mut R,
+) -> Result<f64, MechanismError> {
+    if !(noise_multiplier.is_finite() && noise_multiplier >= 0.0) {
+        return Err(MechanismError::InvalidNoiseMultiplier { noise_multiplier });
+    }
+    if !(sensitivity.is_finite() && sensitivity > 0.0) {
+        return Err(MechanismError::InvalidSensitivity { sensitivity });
+    }
+    let noise_std = noise_multiplier * sensitivity;
+    if noise_std > 0.0 {
+        for v in sum.iter_mut() {
+            let z: f64 = rng.sample(StandardNormal);
+            *v += noise_std * z;
+        }
+    }
+    Ok(noise_std)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::Array1;
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha12Rng;
+
+    #[test]
+    fn noise_has_the_formed_standard_deviation() {
+        // 200,000 draws with σ·s = 0.5·3 = 1.5: the sample std's standard error is
+        // 1.5/√(2·200000) ≈ 0.0024, so ±0.012 (5 standard errors) cannot fail by chance in practice.
+        let n = 200_000;
+        let mut sum = Array1::<f64>::from_elem(n, 10.0);
+        let mut rng = ChaCha12Rng::seed_from_u64(3);
+        let std = add_gaussian_noise(sum.view_mut(), 0.5, 3.0, &mut rng).unwrap();
+        assert_eq!(std, 1.5);
+        let mean = sum.iter().sum::<f64>() / n as f64;
+        let var = sum.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+        assert!(
+            (mean - 10.0).abs() < 5.0 * 1.5 / (n as f64).sqrt(),
+            "mean {mean}"
+        );
+        assert!((var.sqrt() - 1.5).abs() < 0.012, "std {}", var.sqrt());
+    }
+
+    #[test]
+    fn same_seed_same_noise_and_zero_multiplier_adds_nothing() {
+        let draw = |seed| {
+            let mut s = Array1::<f64>::zeros(5);
+            add_gaussian_noise(
+                s.view_mut(),
+                1.0,
+                1.0,
+                &mut ChaCha12Rng::seed_from_u64(seed),
+            )
+            .unwrap();
+            s
+        };
+        assert_eq!(draw(1), draw(1));
+        assert_ne!(draw(1), draw(2));
+        let mut s = Array1::<f64>::ones(5);
+        add_gaussian_noise(s.view_mut(), 0.0, 1.0, &mut ChaCha12Rng::seed_from_u64(0)).unwrap();
+        assert_eq!(s, Array1::<f64>::ones(5));
+    }
+
+    #[test]
+    fn invalid_parameters_are_refused() {
+        let mut s = Array1::<f64>::zeros(2);
+        let mut rng = ChaCha12Rng::seed_from_u64(0);
+        for bad in [-1.0, f64::NAN, f64::INFINITY] {
+            assert!(matches!(
+                add_gaussian_noise(s.view_mut(), bad, 1.0, &mut rng),
+                Err(MechanismError::InvalidNoiseMultiplier { .. })
+            ));
+        }
+        for bad in [0.0, -1.0, f64::NAN] {
+            assert!(matches!(
+                add_gaussian_noise(s.view_mut(), 1.0, bad, &mut rng),
+                Err(MechanismError::InvalidSensitivity { .. })
+            ));
+        }
+    }
+}

@@ -1,0 +1,475 @@
+//! Per-sample gradients against two independent oracles, for every layer type and the named
+//! architectures: a batch-of-1 loop of the non-private gradient (Opacus's
+//! `compute_microbatch_grad_sample` idea) and central finite differences of the loss. Norms,
+//! group norms and weighted sums are checked against the materialised `[B, P]` matrix.
+
+use dpx::grad::{GradError, PerSampleGradients};
+use dpx::model::{
+    Activation, ConvNormMethod, LayerSpec, LossKind, Model, ModelError, ModelSpec, with_threads,
+};
+use ndarray::{Array1, Array2, s};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rand_distr::StandardNormal;
+
+fn random_batch(model: &Model, batch: usize, seed: u64) -> (Array2<f32>, Vec<usize>) {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let x = Array2::from_shape_fn((batch, model.input_size()), |_| {
+        rng.sample::<f32, _>(StandardNormal)
+    });
+    let labels = (0..batch)
+        .map(|_| rng.random_range(0..model.num_classes()))
+        .collect();
+    (x, labels)
+}
+
+/// |a − b| ≤ atol + rtol·max(|a|, |b|), elementwise, with a message naming the index.
+fn assert_close(a: &[f64], b: &[f64], rtol: f64, atol: f64, what: &str) {
+    assert_eq!(a.len(), b.len(), "{what}: lengths");
+    for (j, (&x, &y)) in a.iter().zip(b).enumerate() {
+        let tol = atol + rtol * x.abs().max(y.abs());
+        assert!((x - y).abs() <= tol, "{what}[{j}]: {x} vs {y} (tol {tol})");
+    }
+}
+
+/// The full check of one model at one batch.
+///
+/// Tolerances: every path computes in f32 with f64 accumulation of norms; different summation
+/// orders of O(10³) f32 products differ by ~√n·2⁻²⁴ relative, so 1e-4 relative plus a small
+/// absolute floor is ample for the batch-vs-loop comparisons.
+fn check_model(spec: ModelSpec, batch: usize, seed: u64) {
+    check_model_with_step(spec, batch, seed, 1.0 / 64.0);
+}
+
+/// [`check_model`] with finite-difference step `h`: piecewise-linear models (ReLU, max pooling)
+/// need a step small enough not to cross a kink.
+fn check_model_with_step(spec: ModelSpec, batch: usize, seed: u64, h: f32) {
+    let model = spec.build().expect("valid spec");
+    let params = model.init_params(seed);
+    let (x, labels) = random_batch(&model, batch, seed + 1);
+    let grads = model
+        .per_sample(params.view(), x.view(), &labels)
+        .expect("per_sample");
+    let mat = grads.materialize().expect("small enough");
+    assert_eq!(mat.dim(), (batch, model.num_params()));
+
+    // 1. Rows of the matrix equal a batch-of-1 loop of the non-private gradient.
+    for i in 0..batch {
+        let (loss, g) = model
+            .loss_and_gradient(params.view(), x.slice(s![i..i + 1, ..]), &labels[i..i + 1])
+            .expect("single example");
+        let row: Vec<f64> = mat.row(i).iter().map(|&v| v as f64).collect();
+        assert_close(
+            row.as_slice(),
+            g.as_slice().unwrap(),
+            1e-4,
+            1e-6,
+            "row vs batch-of-1",
+        );
+        assert!((loss - grads.losses()[i]).abs() <= 1e-5 * loss.abs().max(1.0));
+    }
+
+    // 2. Norms, whole and per group, equal the materialised ones.
+    let norms = grads.norms();
+    let group_norms = grads.group_norms();
+    let groups = grads.groups();
+    assert_eq!(group_norms.dim(), (batch, groups.len()));
+    for i in 0..batch {
+        let row = mat.row(i);
+        let full = row.iter().map(|&v| (v as f64).powi(2)).sum::<f64>().sqrt();
+        assert_close(&[norms[i]], &[full], 1e-5, 1e-9, "norm");
+        for (k, (_, r)) in groups.iter().enumerate() {
+            let gn = row
+                .slice(s![r.clone()])
+                .iter()
+                .map(|&v| (v as f64).powi(2))
+                .sum::<f64>()
+                .sqrt();
+            assert_close(&[group_norms[[i, k]]], &[gn], 1e-5, 1e-9, "group norm");
+        }
+    }
+
+    // 3. Weighted sums equal the materialised ones.
+    let mut rng = ChaCha8Rng::seed_from_u64(seed + 2);
+    let w = Array1::from_shape_fn(batch, |_| rng.random_range(0.0..1.0f64));
+    let ws = grads.weighted_sum(&w);
+    let expect: Vec<f64> = (0..model.num_params())
+        .map(|j| (0..batch).map(|i| w[i] * mat[[i, j]] as f64).sum())
+        .collect();
+    assert_close(ws.as_slice().unwrap(), &expect, 1e-4, 1e-6, "weighted_sum");
+    let gw = Array2::from_shape_fn((batch, groups.len()), |_| rng.random_range(0.0..1.0f64));
+    let gws = grads.group_weighted_sum(&gw);
+    let mut expect = vec![0.0f64; model.num_params()];
+    for (k, (_, r)) in groups.iter().enumerate() {
+        for j in r.clone() {
+            expect[j] = (0..batch).map(|i| gw[[i, k]] * mat[[i, j]] as f64).sum();
+        }
+    }
+    assert_close(
+        gws.as_slice().unwrap(),
+        &expect,
+        1e-4,
+        1e-6,
+        "group_weighted_sum",
+    );
+
+    // 4. Both convolution norm methods agree.
+    let a = model
+        .per_sample(params.view(), x.view(), &labels)
+        .unwrap()
+        .with_conv_norm_method(ConvNormMethod::Ghost);
+    let b = model
+        .per_sample(params.view(), x.view(), &labels)
+        .unwrap()
+        .with_conv_norm_method(ConvNormMethod::Materialize);
+    assert_close(
+        a.group_norms().as_slice().unwrap(),
+        b.group_norms().as_slice().unwrap(),
+        1e-4,
+        1e-9,
+        "ghost vs materialised conv norms",
+    );
+
+    // 5. The summed gradient against central finite differences of the summed loss, on a few
+    //    coordinates of every group. The denominator is the exact f32 difference of the perturbed
+    //    parameters. f32 forward passes carry ~2e-6 relative error in the loss L, so the
+    //    quotient's rounding error is ~2e-6·|L|/h; truncation is O(h²). Tolerance:
+    //    2e-3·max(1, |L|) + 4e-6·max(1, |L|)/(2h) absolute plus 2% relative.
+    let sum = grads.sum();
+    let total_loss = |p: &Array1<f32>| -> f64 {
+        let (mean, _) = model.evaluate(p.view(), x.view(), &labels).unwrap();
+        mean * batch as f64
+    };
+    let l0 = total_loss(&params).abs().max(1.0);
+    for (_, r) in &groups {
+        for t in 0..3 {
+            let j = r.start + (t * 7919 + seed as usize) % r.len();
+            let mut plus = params.clone();
+            plus[j] += h;
+            let mut minus = params.clone();
+            minus[j] -= h;
+            let fd = (total_loss(&plus) - total_loss(&minus)) / (plus[j] as f64 - minus[j] as f64);
+            let tol = 2e-3 * l0 + 4e-6 * l0 / (2.0 * h as f64) + 2e-2 * fd.abs();
+            assert!(
+                (fd - sum[j]).abs() <= tol,
+                "finite difference at {j}: {fd} vs {} (tol {tol})",
+                sum[j]
+            );
+        }
+    }
+}
+
+fn image_spec(input: [usize; 3], layers: Vec<LayerSpec>, loss: LossKind) -> ModelSpec {
+    ModelSpec {
+        input_shape: input.to_vec(),
+        layers,
+        loss,
+        l2: 0.0,
+    }
+}
+
+#[test]
+fn named_architectures_have_the_reference_parameter_counts() {
+    // reference/performance.md, "params" column.
+    for (name, params) in [
+        ("logreg_mnist", 7_850),
+        ("mlp_mnist", 669_706),
+        ("mnist_cnn", 26_010),
+        ("cifar_cnn", 550_570),
+    ] {
+        let model = ModelSpec::named(name).unwrap().build().unwrap();
+        assert_eq!(model.num_params(), params, "{name}");
+    }
+    assert!(ModelSpec::named("resnet").is_none());
+}
+
+#[test]
+fn logistic_regression_multinomial_and_binary() {
+    check_model(ModelSpec::logistic_regression(7, 4), 5, 10);
+    check_model(ModelSpec::binary_logistic_regression(6), 5, 11);
+}
+
+#[test]
+fn mlp_with_each_activation_and_squared_loss() {
+    check_model(ModelSpec::mlp(9, &[8, 6], Activation::Relu, 3), 4, 20);
+    check_model(ModelSpec::mlp(9, &[8], Activation::Tanh, 3), 4, 21);
+    let mut spec = ModelSpec::mlp(5, &[4], Activation::Sigmoid, 3);
+    spec.loss = LossKind::Squared;
+    check_model(spec, 4, 22);
+    let mut spec = ModelSpec::mlp(5, &[4], Activation::Tanh, 1);
+    spec.loss = LossKind::Squared;
+    check_model(spec, 4, 23);
+}
+
+#[test]
+fn conv_with_stride_padding_and_channels() {
+    use LayerSpec::{Dense, Flatten};
+    check_model(
+        image_spec(
+            [3, 7, 6],
+            vec![
+                LayerSpec::conv(4, 3, 2, 1),
+                act(Activation::Tanh),
+                Flatten,
+                Dense { units: 3 },
+            ],
+            LossKind::SoftmaxCrossEntropy,
+        ),
+        3,
+        30,
+    );
+    check_model(
+        image_spec(
+            [2, 5, 5],
+            vec![
+                LayerSpec::conv(3, 2, 1, 0),
+                act(Activation::Sigmoid),
+                LayerSpec::conv(2, 3, 1, 1),
+                Flatten,
+                Dense { units: 2 },
+            ],
+            LossKind::SoftmaxCrossEntropy,
+        ),
+        3,
+        31,
+    );
+}
+
+#[test]
+fn max_and_average_pooling() {
+    use LayerSpec::{AvgPool, Dense, Flatten, MaxPool};
+    check_model_with_step(
+        image_spec(
+            [2, 8, 8],
+            vec![
+                LayerSpec::conv(3, 3, 1, 1),
+                act(Activation::Relu),
+                MaxPool {
+                    kernel: 2,
+                    stride: 2,
+                },
+                LayerSpec::conv(2, 2, 1, 0),
+                MaxPool {
+                    kernel: 2,
+                    stride: 1,
+                },
+                Flatten,
+                Dense { units: 3 },
+            ],
+            LossKind::SoftmaxCrossEntropy,
+        ),
+        3,
+        40,
+        1.0 / 4096.0,
+    );
+    check_model(
+        image_spec(
+            [1, 6, 6],
+            vec![
+                AvgPool {
+                    kernel: 2,
+                    stride: 2,
+                },
+                LayerSpec::conv(2, 2, 1, 0),
+                act(Activation::Tanh),
+                AvgPool {
+                    kernel: 2,
+                    stride: 1,
+                },
+                Flatten,
+                Dense { units: 1 },
+            ],
+            LossKind::BinaryLogistic,
+        ),
+        3,
+        41,
+    );
+}
+
+fn act(function: Activation) -> LayerSpec {
+    LayerSpec::act(function)
+}
+
+#[test]
+fn mnist_cnn_per_sample_gradients() {
+    check_model(ModelSpec::mnist_cnn(), 3, 50);
+}
+
+#[test]
+fn cifar_cnn_per_sample_gradients() {
+    check_model(ModelSpec::cifar_cnn(), 2, 60);
+}
+
+#[test]
+fn results_do_not_depend_on_thread_count() {
+    let model = ModelSpec::cifar_cnn().build().unwrap();
+    let params = model.init_params(1);
+    let (x, labels) = random_batch(&model, 6, 2);
+    let w = Array1::from_shape_fn(6, |i| 1.0 / (1.0 + i as f64));
+    let run = |threads| {
+        with_threads(threads, || {
+            let g = model.per_sample(params.view(), x.view(), &labels).unwrap();
+            (
+                g.norms(),
+                g.weighted_sum(&w),
+                model.forward(params.view(), x.view()).unwrap(),
+            )
+        })
+        .unwrap()
+    };
+    let one = run(1);
+    let two = run(2);
+    let three = run(3);
+    assert_eq!(one, two);
+    assert_eq!(one, three);
+}
+
+#[test]
+fn materialize_is_refused_over_the_memory_limit() {
+    let model = ModelSpec::named("mlp_mnist")
+        .unwrap()
+        .build()
+        .unwrap()
+        .with_materialize_limit(1 << 20);
+    let params = model.init_params(0);
+    let (x, labels) = random_batch(&model, 4, 0);
+    let grads = model.per_sample(params.view(), x.view(), &labels).unwrap();
+    match grads.materialize() {
+        Err(GradError::MemoryLimit {
+            batch_size: 4,
+            num_params: 669_706,
+            max_batch_size: 0,
+            ..
+        }) => {}
+        other => panic!(
+            "expected a memory-limit refusal, got {:?}",
+            other.map(|m| m.dim())
+        ),
+    }
+    // Norms and weighted sums never materialise, so they still work.
+    assert_eq!(grads.norms().len(), 4);
+}
+
+#[test]
+fn empty_batch_gives_zero_sums() {
+    let model = ModelSpec::mnist_cnn().build().unwrap();
+    let params = model.init_params(0);
+    let x = Array2::<f32>::zeros((0, 784));
+    let grads = model.per_sample(params.view(), x.view(), &[]).unwrap();
+    assert_eq!(grads.norms().len(), 0);
+    let sum = grads.weighted_sum(&Array1::zeros(0));
+    assert!(sum.iter().all(|&v| v == 0.0) && sum.len() == 26_010);
+}
+
+#[test]
+fn input_size_and_label_errors_are_clear() {
+    let model = ModelSpec::mnist_cnn().build().unwrap();
+    let params = model.init_params(0);
+    let x = Array2::<f32>::zeros((2, 3072));
+    let err = model
+        .per_sample(params.view(), x.view(), &[0, 1])
+        .err()
+        .unwrap();
+    assert!(matches!(
+        err,
+        ModelError::InputSize {
+            expected: 784,
+            found: 3072,
+            ..
+        }
+    ));
+    assert!(
+        err.to_string().contains("expects 784 input features"),
+        "{err}"
+    );
+    let x = Array2::<f32>::zeros((2, 784));
+    let err = model
+        .per_sample(params.view(), x.view(), &[0, 10])
+        .err()
+        .unwrap();
+    assert!(matches!(
+        err,
+        ModelError::LabelOutOfRange {
+            index: 1,
+            label: 10,
+            num_classes: 10
+        }
+    ));
+}
+
+#[test]
+fn invalid_specs_are_rejected_with_the_layer_named() {
+    let dense_on_image = image_spec(
+        [1, 4, 4],
+        vec![LayerSpec::Dense { units: 2 }],
+        LossKind::SoftmaxCrossEntropy,
+    );
+    let err = dense_on_image.build().unwrap_err();
+    assert!(
+        matches!(err, ModelError::InvalidLayer { index: 0, .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("flatten"), "{err}");
+    let big_kernel = image_spec(
+        [1, 4, 4],
+        vec![
+            LayerSpec::conv(2, 7, 1, 0),
+            LayerSpec::Flatten,
+            LayerSpec::Dense { units: 2 },
+        ],
+        LossKind::SoftmaxCrossEntropy,
+    );
+    assert!(matches!(
+        big_kernel.build().unwrap_err(),
+        ModelError::InvalidLayer { index: 0, .. }
+    ));
+    let huge = ModelSpec::mlp(1 << 20, &[1 << 20], Activation::Relu, 10);
+    assert!(matches!(
+        huge.build().unwrap_err(),
+        ModelError::InvalidLayer { index: 0, .. }
+    ));
+    let mut binary_with_two = ModelSpec::logistic_regression(3, 2);
+    binary_with_two.loss = LossKind::BinaryLogistic;
+    assert!(matches!(
+        binary_with_two.build().unwrap_err(),
+        ModelError::LossMismatch { outputs: 2, .. }
+    ));
+    let bad_shape = ModelSpec {
+        input_shape: vec![28, 28],
+        ..ModelSpec::logistic_regression(3, 2)
+    };
+    assert!(matches!(
+        bad_shape.build().unwrap_err(),
+        ModelError::InvalidInputShape { .. }
+    ));
+}
+
+#[test]
+fn initialisation_is_seeded_and_within_pytorch_bounds() {
+    let model = ModelSpec::mnist_cnn().build().unwrap();
+    let a = model.init_params(7);
+    assert_eq!(a, model.init_params(7));
+    assert_ne!(a, model.init_params(8));
+    // PyTorch default: U(−1/√fan_in, 1/√fan_in); fan_in of the first conv is 1·8·8 = 64 → 0.125;
+    // of the last dense 32 → 0.1768.
+    let groups = model.groups().to_vec();
+    let max_abs =
+        |r: std::ops::Range<usize>| a.slice(s![r]).iter().fold(0.0f32, |m, v| m.max(v.abs()));
+    assert!(max_abs(groups[0].1.clone()) <= 0.125 && max_abs(groups[0].1.clone()) > 0.1);
+    let last = groups.last().unwrap().1.clone();
+    assert!(max_abs(last) <= 1.0 / 32f32.sqrt());
+}
+
+#[test]
+fn l2_penalty_and_gradient() {
+    let model = ModelSpec::logistic_regression(3, 2)
+        .with_l2(0.5)
+        .build()
+        .unwrap();
+    let params = Array1::from(vec![1.0f32, -2.0, 0.0, 0.5, 1.0, 1.0, 2.0, 0.0]);
+    // ½·0.5·(1 + 4 + 0 + 0.25 + 1 + 1 + 4 + 0) = 2.8125.
+    assert!((model.l2_penalty(params.view()) - 2.8125).abs() < 1e-12);
+    let mut g = Array1::zeros(8);
+    model.add_l2_gradient(params.view(), &mut g);
+    assert_eq!(g[1], -1.0);
+}
