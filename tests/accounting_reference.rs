@@ -227,3 +227,94 @@ fn default_orders_are_dp_accounting_grid() {
     assert_eq!(orders[99], 11.0);
     assert_eq!(*orders.last().unwrap(), 1024.0);
 }
+
+mod calibration_table {
+    //! dp_libraries.md §3 "Calibration (sigma for target eps) vectors". Upstream searches stop at a
+    //! tolerance of 0.01 in epsilon and return the upper end, so their sigma is an upper bound
+    //! on ours; dpx bisects to 1e-6 relative in sigma.
+    use super::*;
+    use dpx::privacy::calibrate::{Target, calibrate_noise_multiplier, dp_sgd_event, epsilon_of};
+
+    fn check(
+        kind: AccountantKind,
+        orders: Vec<f64>,
+        q: f64,
+        steps: u64,
+        upstream: f64,
+        digits: f64,
+    ) {
+        let options = AccountantOptions {
+            rdp_orders: orders,
+            ..AccountantOptions::default()
+        };
+        let factory = || new_accountant(kind, &options);
+        let target = Target {
+            epsilon: 8.0,
+            delta: 1e-5,
+        };
+        let found = calibrate_noise_multiplier(&factory, &|s| dp_sgd_event(q, s, steps), target)
+            .expect("reachable");
+        assert!(
+            found.report.epsilon <= 8.0,
+            "conservative: {}",
+            found.report.epsilon
+        );
+        assert!(
+            found.value <= upstream + digits,
+            "{} vs upstream {upstream}",
+            found.value
+        );
+        assert!(
+            (found.value - upstream).abs() < digits,
+            "{} vs upstream {upstream}",
+            found.value
+        );
+        // One tolerance step below the answer overshoots the target.
+        let below = epsilon_of(
+            &factory,
+            &dp_sgd_event(q, found.value * (1.0 - 2e-6), steps),
+            1e-5,
+        )
+        .unwrap();
+        assert!(below.epsilon > 8.0);
+    }
+
+    #[test]
+    fn rdp_eps8_q004_90_epochs() {
+        // opacus/tests/accountants_test.py: RDP sigma 1.416 (1.416015625) for q .04, T 2250.
+        check(
+            AccountantKind::Rdp,
+            opacus_orders(),
+            0.04,
+            2250,
+            1.416015625,
+            1e-3,
+        );
+    }
+
+    #[test]
+    fn rdp_eps8_q004_2000_steps() {
+        // opacus/tests/accountants_test.py: RDP sigma 1.3562 for q .04, 2000 steps.
+        check(
+            AccountantKind::Rdp,
+            opacus_orders(),
+            0.04,
+            2000,
+            1.3562,
+            1e-3,
+        );
+    }
+
+    #[test]
+    fn gdp_eps8_q004_90_epochs() {
+        // opacus/tests/accountants_test.py: GDP sigma 1.3232421875 for q .04, T 2250.
+        check(
+            AccountantKind::Gdp,
+            default_orders(),
+            0.04,
+            2250,
+            1.3232421875,
+            1e-3,
+        );
+    }
+}

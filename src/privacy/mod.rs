@@ -3,9 +3,11 @@
 //! - [`event`]: [`event::DpEvent`], the only thing accountants ever see, and the ledger that
 //!   records the events of a run.
 //! - [`accountant`]: the [`accountant::Accountant`] trait and its implementations.
+//! - [`calibrate`]: the noise multiplier, schedule scale or steps that meet a target (ε, δ).
 //!
 //! Walls: this room never imports `model` or `train`. Maths here is `f64`.
 
 pub mod accountant;
+pub mod calibrate;
 pub mod event;
 pub mod special;
