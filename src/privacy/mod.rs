@@ -3,12 +3,14 @@
 //! - [`event`]: [`event::DpEvent`], the only thing accountants ever see, and the ledger that
 //!   records the events of a run.
 //! - [`accountant`]: the [`accountant::Accountant`] trait and its implementations.
+//! - [`calibrate`]: the noise multiplier, schedule scale or steps that meet a target (ε, δ).
 //! - [`mechanism`]: the Gaussian mechanism, the one place a noise scale is formed.
 //! - [`clip`]: clipping policies (flat, ...) that turn per-sample gradients into a [`clip::Release`].
 //!
 //! Walls: this room never imports `model` or `train`. Maths here is `f64`.
 
 pub mod accountant;
+pub mod calibrate;
 pub mod clip;
 pub mod event;
 pub mod mechanism;
