@@ -17,3 +17,4 @@ pub mod model;
 pub mod optim;
 pub mod privacy;
 pub mod report;
+pub mod train;

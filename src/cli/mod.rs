@@ -12,6 +12,7 @@ use clap::{Parser, Subcommand};
 pub mod account;
 pub mod bench;
 pub mod data;
+pub mod run;
 
 /// An error caused by the user's input (flag, config key, data file): exit code 2.
 ///
@@ -52,6 +53,8 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Train every seed of an experiment (a TOML file) and write its CSVs.
+    Run(run::RunArgs),
     /// Privacy accounting: the noise multiplier for a target epsilon, or epsilon for a plan.
     Account(account::AccountArgs),
     /// Step throughput of the reference workloads (non-private and DP-SGD).
@@ -81,6 +84,7 @@ where
         }
     };
     match cli.command {
+        Command::Run(args) => run::run(args),
         Command::Account(args) => account::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Data(args) => data::run(args),

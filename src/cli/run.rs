@@ -1,0 +1,447 @@
+//! `dpx run CONFIG`: train every seed of one experiment in parallel and write its CSVs.
+//!
+//! Orchestration only: load and validate the config, build the experiment (data, model, plan,
+//! calibration), train the seeds on a rayon pool, show progress, write outputs atomically.
+//!
+//! Output layout under the output directory:
+//! - `config.toml`: the resolved config (every default explicit);
+//! - `seeds/<seed>.metrics.csv` and `seeds/<seed>.summary.csv`: written when a seed finishes (the
+//!   summary last, so its presence marks the seed complete);
+//! - `metrics.csv` and `summary.csv`: every finished seed, in the config's seed order, rebuilt
+//!   from the per-seed files after the run.
+//!
+//! `--resume` skips seeds already complete; Ctrl-C stops the seeds in flight, keeps the finished
+//! ones, and exits with code 130.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use anyhow::Context;
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use rayon::prelude::*;
+
+use super::bad_input;
+use crate::config::spec::Threads;
+use crate::report::atomic::write_atomic;
+use crate::train::metrics::{MetricsRow, SeedStatus};
+use crate::train::prepare::Experiment;
+use crate::train::run::{Observer, SeedEnd, train_seed};
+
+/// Arguments of `dpx run`.
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// The experiment file (TOML).
+    pub config: PathBuf,
+    /// Output directory (default: `output.dir` of the config, `results/<experiment.name>`).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Worker threads (default: `train.threads` of the config). Results do not depend on it.
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Continue an earlier run in the same output directory: skip seeds already complete.
+    #[arg(long, conflicts_with = "overwrite")]
+    pub resume: bool,
+    /// Replace the results already in the output directory.
+    #[arg(long)]
+    pub overwrite: bool,
+    /// The data directory (default: `$DPX_DATA_DIR`, else `data`).
+    #[arg(long, env = "DPX_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// No progress output.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// The paths of one output directory.
+pub struct OutputDir {
+    pub root: PathBuf,
+}
+
+impl OutputDir {
+    pub fn config(&self) -> PathBuf {
+        self.root.join("config.toml")
+    }
+    pub fn metrics(&self) -> PathBuf {
+        self.root.join("metrics.csv")
+    }
+    pub fn summary(&self) -> PathBuf {
+        self.root.join("summary.csv")
+    }
+    pub fn seeds(&self) -> PathBuf {
+        self.root.join("seeds")
+    }
+    pub fn seed_metrics(&self, seed: u64) -> PathBuf {
+        self.seeds().join(format!("{seed}.metrics.csv"))
+    }
+    pub fn seed_summary(&self, seed: u64) -> PathBuf {
+        self.seeds().join(format!("{seed}.summary.csv"))
+    }
+    fn has_results(&self) -> bool {
+        self.summary().exists() || self.metrics().exists() || self.seeds().exists()
+    }
+}
+
+fn csv_bytes<T: serde::Serialize>(rows: &[T]) -> anyhow::Result<Vec<u8>> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    for r in rows {
+        w.serialize(r)?;
+    }
+    w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+/// Concatenate CSV files that share a header, in order.
+fn concat_csv(paths: &[PathBuf]) -> anyhow::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    for (i, p) in paths.iter().enumerate() {
+        let text = std::fs::read_to_string(p).with_context(|| format!("{}", p.display()))?;
+        let mut lines = text.split_inclusive('\n');
+        if i > 0 {
+            lines.next();
+        }
+        for l in lines {
+            out.extend_from_slice(l.as_bytes());
+        }
+    }
+    Ok(out)
+}
+
+/// Prints progress: bars on a terminal, plain lines otherwise, nothing with `--quiet`.
+struct Progress {
+    bars: Option<(MultiProgress, Vec<(u64, ProgressBar)>)>,
+    plain: bool,
+}
+
+impl Progress {
+    fn new(seeds: &[u64], total: u64, quiet: bool) -> Self {
+        if quiet {
+            return Progress {
+                bars: None,
+                plain: false,
+            };
+        }
+        if !std::io::stderr().is_terminal() {
+            return Progress {
+                bars: None,
+                plain: true,
+            };
+        }
+        let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
+        let style = ProgressStyle::with_template(
+            "seed {prefix:>4} [{bar:30}] {pos}/{len} steps  eta {eta:>4}  {msg}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> ");
+        let bars = seeds
+            .iter()
+            .map(|&s| {
+                let b = multi.add(ProgressBar::new(total));
+                b.set_style(style.clone());
+                b.set_prefix(s.to_string());
+                (s, b)
+            })
+            .collect();
+        Progress {
+            bars: Some((multi, bars)),
+            plain: false,
+        }
+    }
+
+    fn bar(&self, seed: u64) -> Option<&ProgressBar> {
+        self.bars
+            .as_ref()?
+            .1
+            .iter()
+            .find(|(s, _)| *s == seed)
+            .map(|(_, b)| b)
+    }
+
+    fn finish(&self) {
+        if let Some((_, bars)) = &self.bars {
+            for (_, b) in bars {
+                b.finish();
+            }
+        }
+    }
+}
+
+fn describe(row: &MetricsRow) -> String {
+    let mut s = format!("acc {:.4}  loss {:.4}", row.test_accuracy, row.test_loss);
+    if let Some(e) = row.epsilon {
+        s.push_str(&format!("  eps {e:.3}"));
+    }
+    s
+}
+
+impl Observer for Progress {
+    fn on_step(&self, seed: u64, steps_done: u64, _total: u64) {
+        if let Some(b) = self.bar(seed) {
+            b.set_position(steps_done);
+        }
+    }
+    fn on_eval(&self, seed: u64, row: &MetricsRow, total: u64) {
+        if let Some(b) = self.bar(seed) {
+            b.set_message(describe(row));
+        } else if self.plain {
+            eprintln!(
+                "seed {seed} step {}/{total} epoch {:.2}  {}",
+                row.step,
+                row.epoch,
+                describe(row)
+            );
+        }
+    }
+}
+
+/// Check that `dir` can be created and written, without leaving anything behind.
+fn check_writable(dir: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| bad_input(anyhow::anyhow!("output directory {}: {e}", dir.display())))?;
+    let probe = dir.join(format!(".dpx-write-test.{}", std::process::id()));
+    std::fs::write(&probe, b"").map_err(|e| {
+        bad_input(anyhow::anyhow!(
+            "output directory {} is not writable: {e}",
+            dir.display()
+        ))
+    })?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(())
+}
+
+/// Build the experiment of a config file, mapping input errors to exit code 2.
+pub fn build_experiment(config: &Path, data_dir: Option<&Path>) -> anyhow::Result<Experiment> {
+    let spec = crate::config::load(config).map_err(bad_input)?;
+    let data_dir = data_dir
+        .map(Path::to_path_buf)
+        .unwrap_or_else(crate::data::default_data_dir);
+    Experiment::build(spec, &data_dir).map_err(|e| {
+        if e.is_bad_input() {
+            bad_input(e)
+        } else {
+            e.into()
+        }
+    })
+}
+
+/// Run `dpx run`.
+pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let exp = build_experiment(&args.config, args.data_dir.as_deref())?;
+    let out = OutputDir {
+        root: args
+            .out
+            .clone()
+            .unwrap_or_else(|| exp.spec.output.dir.clone()),
+    };
+    let resolved = exp.spec.to_resolved_toml();
+
+    if out.has_results() && !args.resume && !args.overwrite {
+        return Err(bad_input(anyhow::anyhow!(
+            "{} already holds results: pass --resume to continue them or --overwrite to replace them",
+            out.root.display()
+        )));
+    }
+    check_writable(&out.root)?;
+    if args.resume && out.config().exists() {
+        let old = std::fs::read_to_string(out.config())
+            .with_context(|| out.config().display().to_string())?;
+        if old != resolved {
+            return Err(bad_input(anyhow::anyhow!(
+                "--resume: {} holds a different experiment (its config.toml differs from {}); use another --out",
+                out.root.display(),
+                args.config.display()
+            )));
+        }
+    }
+    if args.overwrite && out.seeds().exists() {
+        std::fs::remove_dir_all(out.seeds()).with_context(|| out.seeds().display().to_string())?;
+        let _ = std::fs::remove_file(out.metrics());
+        let _ = std::fs::remove_file(out.summary());
+    }
+    std::fs::create_dir_all(out.seeds()).with_context(|| out.seeds().display().to_string())?;
+    write_atomic(&out.config(), resolved.as_bytes())?;
+
+    let plan = &exp.plan;
+    if !args.quiet {
+        print_plan(&exp, &out.root);
+    }
+    let todo: Vec<u64> = exp
+        .spec
+        .seeds
+        .iter()
+        .copied()
+        .filter(|&s| !(args.resume && out.seed_summary(s).exists()))
+        .collect();
+    let skipped = exp.spec.seeds.len() - todo.len();
+    if skipped > 0 && !args.quiet {
+        eprintln!("resuming: {skipped} seed(s) already complete");
+    }
+
+    let cancel = Arc::new(AtomicBool::new(false));
+    {
+        let cancel = Arc::clone(&cancel);
+        // A second handler cannot be installed (e.g. a library caller already set one): then
+        // Ctrl-C keeps its default behaviour, and completed seeds are still on disk.
+        let _ = ctrlc::set_handler(move || cancel.store(true, Ordering::SeqCst));
+    }
+    let threads = match (args.threads, exp.spec.train.threads) {
+        (Some(t), _) | (None, Threads::Count(t)) => t,
+        (None, Threads::Auto) => std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1),
+    };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .map_err(|e| bad_input(anyhow::anyhow!("--threads {threads}: {e}")))?;
+    let progress = Progress::new(&todo, plan.steps, args.quiet);
+    let results: Vec<(u64, anyhow::Result<Option<SeedStatus>>)> = pool.install(|| {
+        todo.par_iter()
+            .map(|&seed| {
+                let r = (|| -> anyhow::Result<Option<SeedStatus>> {
+                    match train_seed(&exp, seed, &progress, &cancel)? {
+                        SeedEnd::Interrupted => Ok(None),
+                        SeedEnd::Finished(res) => {
+                            write_atomic(&out.seed_metrics(seed), &csv_bytes(&res.rows)?)?;
+                            write_atomic(
+                                &out.seed_summary(seed),
+                                &csv_bytes(std::slice::from_ref(&res.summary))?,
+                            )?;
+                            Ok(Some(res.summary.status))
+                        }
+                    }
+                })();
+                (seed, r)
+            })
+            .collect()
+    });
+    progress.finish();
+
+    // Rebuild the experiment-level files from every complete seed, in the config's order.
+    let complete: Vec<u64> = exp
+        .spec
+        .seeds
+        .iter()
+        .copied()
+        .filter(|&s| out.seed_summary(s).exists())
+        .collect();
+    if !complete.is_empty() {
+        let metrics: Vec<PathBuf> = complete.iter().map(|&s| out.seed_metrics(s)).collect();
+        let summaries: Vec<PathBuf> = complete.iter().map(|&s| out.seed_summary(s)).collect();
+        write_atomic(&out.metrics(), &concat_csv(&metrics)?)?;
+        write_atomic(&out.summary(), &concat_csv(&summaries)?)?;
+    }
+
+    let mut failed = 0;
+    let mut interrupted = 0;
+    for (seed, r) in &results {
+        match r {
+            Ok(Some(SeedStatus::Completed)) => {}
+            Ok(Some(SeedStatus::Diverged)) => {
+                eprintln!("warning: seed {seed} diverged (NaN or infinite loss); see summary.csv")
+            }
+            Ok(None) => interrupted += 1,
+            Err(e) => {
+                failed += 1;
+                eprintln!("error: seed {seed}: {e:#}");
+            }
+        }
+    }
+    if !args.quiet {
+        print_summary(&out);
+    }
+    if interrupted > 0 {
+        eprintln!(
+            "interrupted: {} of {} seeds complete in {}; run the same command with --resume to finish",
+            complete.len(),
+            exp.spec.seeds.len(),
+            out.root.display()
+        );
+        return Ok(ExitCode::from(130));
+    }
+    if failed > 0 {
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_plan(exp: &Experiment, out: &Path) {
+    let p = &exp.plan;
+    let d = &exp.data;
+    println!(
+        "{}: {} train / {} test examples{}, {} features; model {} parameters",
+        exp.spec.name,
+        d.train.len(),
+        d.test.len(),
+        d.validation
+            .as_ref()
+            .map(|v| format!(" / {} validation", v.len()))
+            .unwrap_or_default(),
+        d.train.num_features(),
+        exp.model.num_params()
+    );
+    println!(
+        "plan: {} steps ({:.2} epochs), sample_rate {:.6}, expected_batch_size {}, seeds {:?}",
+        p.steps,
+        p.steps as f64 / p.steps_per_epoch,
+        p.sample_rate,
+        p.expected_batch_size,
+        exp.spec.seeds
+    );
+    match &p.privacy {
+        Some(pp) => {
+            let how = if pp.calibrated { "calibrated" } else { "given" };
+            let target = pp
+                .target_epsilon
+                .map(|e| format!(" for epsilon {e}"))
+                .unwrap_or_default();
+            println!(
+                "privacy: noise_multiplier {:.6} ({how}{target}), clip_norm {}, delta {}, accountant {}, noise seeded (reproducible; not for deployment)",
+                pp.noise_multiplier,
+                p.clip_norm.map(|c| c.to_string()).unwrap_or_default(),
+                pp.delta,
+                pp.accountant
+            );
+            for w in &pp.warnings {
+                eprintln!("warning: {w}");
+            }
+        }
+        None => println!("privacy: disabled (non-private baseline; epsilon is infinite)"),
+    }
+    for n in &d.notes {
+        eprintln!("note: {n}");
+    }
+    println!("output: {}", out.display());
+}
+
+fn print_summary(out: &OutputDir) {
+    let Ok(mut r) = csv::Reader::from_path(out.summary()) else {
+        return;
+    };
+    let rows: Vec<SummaryRowView> = r.deserialize().filter_map(Result::ok).collect();
+    for s in rows {
+        println!(
+            "seed {:>4}: {}  final acc {:.4}  best {:.4}  epsilon {}  ({:.1} s)",
+            s.seed,
+            s.status,
+            s.final_test_accuracy,
+            s.best_test_accuracy,
+            s.epsilon
+                .map(|e| format!("{e:.4}"))
+                .unwrap_or_else(|| "inf".into()),
+            s.seconds
+        );
+    }
+}
+
+/// The columns of summary.csv the run prints back.
+#[derive(serde::Deserialize)]
+struct SummaryRowView {
+    seed: u64,
+    status: String,
+    final_test_accuracy: f64,
+    best_test_accuracy: f64,
+    epsilon: Option<f64>,
+    seconds: f64,
+}

@@ -1,0 +1,92 @@
+//! The training room: one run = one seed of one experiment.
+//!
+//! - [`prepare`]: turns a validated [`crate::config::ExperimentSpec`] into runtime objects: the
+//!   prepared data, the built model and the [`plan::TrainingPlan`].
+//! - [`plan`]: the planned run (steps, σ_t, learning rates, sampling, the events every step
+//!   releases) from the spec and the data size alone. `dpx account --config` reads the same plan,
+//!   so what it prints is what a run records.
+//! - [`run`]: the step loop of one seed, evaluation, metrics rows and the seed's summary.
+//! - [`metrics`]: the rows written to `metrics.csv` and `summary.csv`.
+//!
+//! This is the one room that sees every other (config, data, model, privacy, optim); it holds
+//! no maths of its own beyond wiring: clipping and noise are formed in `privacy`, gradients in
+//! `model`, updates in `optim`.
+
+pub mod metrics;
+pub mod plan;
+pub mod prepare;
+pub mod run;
+
+use crate::config::ConfigError;
+use crate::data::DataError;
+use crate::model::ModelError;
+use crate::privacy::accountant::AccountingError;
+use crate::privacy::calibrate::CalibrationError;
+use crate::privacy::clip::ClipError;
+
+/// What can go wrong building or running an experiment.
+#[derive(Debug, thiserror::Error)]
+pub enum TrainError {
+    /// The config is inconsistent with the data (e.g. a batch larger than the dataset).
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The dataset could not be loaded or prepared.
+    #[error(transparent)]
+    Data(#[from] DataError),
+    /// The model could not be built or does not fit the data.
+    #[error("{}: model: {source}", path.display())]
+    Model {
+        path: std::path::PathBuf,
+        #[source]
+        source: ModelError,
+    },
+    /// The model's output has fewer classes than the data's labels.
+    #[error(
+        "{}: model.architecture: the model predicts {model_classes} classes but the data has {data_classes}",
+        path.display()
+    )]
+    ClassMismatch {
+        path: std::path::PathBuf,
+        model_classes: usize,
+        data_classes: usize,
+    },
+    /// The accountant refused the run's events.
+    #[error("{}: privacy: {source}", path.display())]
+    Accounting {
+        path: std::path::PathBuf,
+        #[source]
+        source: AccountingError,
+    },
+    /// The noise could not be calibrated to the budget.
+    #[error("{}: privacy.epsilon: {source}", path.display())]
+    Calibration {
+        path: std::path::PathBuf,
+        #[source]
+        source: CalibrationError,
+    },
+    /// A step failed while training (a model or clipping error).
+    #[error("seed {seed}, step {step}: {reason}")]
+    Step {
+        seed: u64,
+        step: u64,
+        reason: String,
+    },
+}
+
+impl TrainError {
+    /// True when the error is the user's input (config, data file, model shape, budget) rather
+    /// than a failure during training.
+    pub fn is_bad_input(&self) -> bool {
+        !matches!(self, TrainError::Step { .. })
+    }
+}
+
+impl From<ClipError> for TrainError {
+    fn from(e: ClipError) -> Self {
+        TrainError::Step {
+            seed: 0,
+            step: 0,
+            reason: e.to_string(),
+        }
+    }
+}

@@ -1,0 +1,311 @@
+//! The planned run: everything a run will do that does not depend on its random draws.
+//!
+//! From the spec and the number of training examples alone: the number of steps, the
+//! evaluation steps, η_t, σ_t, the sampling rate and, for every step, the [`DpEvent`] it releases.
+//! The noise multiplier is calibrated here when the budget is given as ε, with the configured
+//! accountant, over exactly the events the run will record. `dpx account --config` prints this
+//! plan; a test checks that a real run's ledger equals [`TrainingPlan::planned_ledger`].
+
+use crate::config::spec::{
+    Budget, ClipSpec, ExperimentSpec, LrSchedule as SpecLr, NoiseSchedule, OptimizerSpec, Sampler,
+};
+use crate::optim::Optimizer;
+use crate::optim::lr::LrSchedule;
+use crate::privacy::accountant::{
+    AccountantKind, AccountantOptions, PrivacyReport, new_accountant,
+};
+use crate::privacy::calibrate::{self, Target};
+use crate::privacy::event::{DpEvent, EventLedger};
+
+use super::TrainError;
+
+/// The privacy side of a plan.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PrivacyPlan {
+    /// σ of the constant schedule (calibrated, or as given).
+    pub noise_multiplier: f64,
+    pub delta: f64,
+    pub accountant: AccountantKind,
+    pub options: AccountantOptions,
+    /// The ε the run is calibrated to or stops at (`None` when σ is given and ε only reported).
+    pub target_epsilon: Option<f64>,
+    /// Whether σ was calibrated from `privacy.epsilon`.
+    pub calibrated: bool,
+    /// False when an assumption of the accountant fails (see `warnings`).
+    pub epsilon_guaranteed: bool,
+    /// Why the guarantee is weakened, one line each.
+    pub warnings: Vec<String>,
+}
+
+/// A planned run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrainingPlan {
+    /// Training examples n.
+    pub n_train: usize,
+    /// Steps the run takes (fewer than `planned_steps` when `privacy.stop_when_spent` ends it).
+    pub steps: u64,
+    /// Steps from `train.steps` or ⌈epochs · n / batch⌉.
+    pub planned_steps: u64,
+    /// n / batch: steps in one epoch (fractional).
+    pub steps_per_epoch: f64,
+    /// Evaluate every this many steps (and at step 0 and the last step).
+    pub eval_every: u64,
+    pub sampler: Sampler,
+    /// q = batch / n.
+    pub sample_rate: f64,
+    /// The divisor of the noisy sum: the expected batch size (Poisson) or the batch size.
+    pub expected_batch_size: f64,
+    pub lr: LrSchedule,
+    pub optimizer: Optimizer,
+    /// The flat clip norm C (`None`: no clipping, non-private runs only).
+    pub clip_norm: Option<f64>,
+    /// `None` for a non-private run.
+    pub privacy: Option<PrivacyPlan>,
+}
+
+fn lr_schedule(spec: &ExperimentSpec, n_train: usize, total: u64) -> LrSchedule {
+    let learning_rate = spec.train.learning_rate;
+    match spec.train.lr_schedule {
+        SpecLr::Constant => LrSchedule::Constant { learning_rate },
+        SpecLr::Step { factor, every } => LrSchedule::Step {
+            learning_rate,
+            step_size: spec.period_in_steps(every, n_train),
+            gamma: factor,
+        },
+        SpecLr::Exponential { factor, every } => {
+            // η_0 · factor^(t / P) = η_0 · (factor^(1/P))^t
+            let period = spec.period_in_steps(every, n_train) as f64;
+            LrSchedule::Exponential {
+                learning_rate,
+                gamma: factor.powf(1.0 / period),
+            }
+        }
+        SpecLr::Cosine {
+            final_learning_rate,
+        } => LrSchedule::Cosine {
+            learning_rate,
+            min_learning_rate: final_learning_rate,
+            total_steps: total,
+        },
+        SpecLr::InvSqrt { a, c } => LrSchedule::InvSqrt {
+            learning_rate,
+            a,
+            c,
+        },
+        SpecLr::SqrtToZero {
+            final_learning_rate,
+        } => LrSchedule::SqrtToZero {
+            learning_rate,
+            end_learning_rate: final_learning_rate,
+            total_steps: total,
+        },
+    }
+}
+
+/// Wrap one step's releases in the sampling event of `sampler`.
+fn sampled(sampler: Sampler, n_train: usize, sample_rate: f64, releases: Vec<DpEvent>) -> DpEvent {
+    let inner = if releases.len() == 1 {
+        releases.into_iter().next().unwrap_or(DpEvent::NoOp)
+    } else {
+        DpEvent::Composed(releases)
+    };
+    match sampler {
+        // A shuffled epoch is accounted as Poisson sampling at the same rate: the usual
+        // practice, whose guarantee does not hold (the plan marks it so).
+        Sampler::Poisson { .. } | Sampler::Shuffle { .. } => {
+            if sample_rate >= 1.0 {
+                inner
+            } else {
+                DpEvent::poisson_sampled(sample_rate, inner)
+            }
+        }
+        Sampler::FixedSize { batch_size } => {
+            if batch_size >= n_train {
+                inner
+            } else {
+                DpEvent::sampled_without_replacement(n_train as u64, batch_size as u64, inner)
+            }
+        }
+    }
+}
+
+impl TrainingPlan {
+    /// Plan `spec` on `n_train` training examples (after preprocessing).
+    pub fn new(spec: &ExperimentSpec, n_train: usize) -> Result<Self, TrainError> {
+        let planned_steps = spec.planned_steps(n_train);
+        let batch = spec.train.sampler.batch_size();
+        let sample_rate = spec.sample_rate(n_train).min(1.0);
+        let clip_norm = match spec.clip {
+            ClipSpec::None => None,
+            ClipSpec::Flat { clip_norm } => Some(clip_norm),
+        };
+        let optimizer = match spec.train.optimizer {
+            OptimizerSpec::Sgd => Optimizer::Sgd,
+            OptimizerSpec::Momentum { momentum } => Optimizer::Momentum {
+                momentum,
+                nesterov: false,
+            },
+        };
+        let mut plan = TrainingPlan {
+            n_train,
+            steps: planned_steps,
+            planned_steps,
+            steps_per_epoch: n_train as f64 / batch.max(1) as f64,
+            eval_every: spec.period_in_steps(spec.train.eval_every, n_train),
+            sampler: spec.train.sampler,
+            sample_rate,
+            expected_batch_size: batch as f64,
+            lr: lr_schedule(spec, n_train, planned_steps),
+            optimizer,
+            clip_norm,
+            privacy: None,
+        };
+        if let Some(p) = &spec.privacy {
+            plan.privacy = Some(plan.plan_privacy(spec, p)?);
+        }
+        Ok(plan)
+    }
+
+    fn plan_privacy(
+        &mut self,
+        spec: &ExperimentSpec,
+        p: &crate::config::spec::PrivacySpec,
+    ) -> Result<PrivacyPlan, TrainError> {
+        let path = spec.source.clone();
+        let options = AccountantOptions {
+            relation: p.neighbouring,
+            ..AccountantOptions::default()
+        };
+        let factory = || new_accountant(p.accountant, &options);
+        let (sampler, n, q) = (self.sampler, self.n_train, self.sample_rate);
+        let NoiseSchedule::Constant = p.noise_schedule;
+        let run_event = |sigma: f64, steps: u64| {
+            sampled(sampler, n, q, vec![DpEvent::gaussian(sigma)]).self_composed(steps)
+        };
+        let accounting = |source| TrainError::Accounting {
+            path: path.clone(),
+            source,
+        };
+        // Refuse, before any training, an event the accountant cannot analyse.
+        factory()
+            .map_err(accounting)?
+            .check(&run_event(1.0, 1))
+            .map_err(accounting)?;
+
+        let mut warnings = Vec::new();
+        if let Sampler::Shuffle { .. } = sampler {
+            warnings.push(format!(
+                "train.sampler = shuffle: the {} accountant assumes Poisson sampling; epsilon is not guaranteed for shuffled batches",
+                p.accountant
+            ));
+        }
+        if p.delta >= 1.0 / n as f64 {
+            warnings.push(format!(
+                "privacy.delta = {} is at least 1/n = {:.3e}: a mechanism that publishes a random example meets it; choose delta well below 1/n",
+                p.delta,
+                1.0 / n as f64
+            ));
+        }
+        let steps = self.planned_steps;
+        let (noise_multiplier, target_epsilon, calibrated) = match p.budget {
+            Budget::NoiseMultiplier { noise_multiplier } => (noise_multiplier, None, false),
+            Budget::Calibrated { epsilon } => {
+                let target = Target {
+                    epsilon,
+                    delta: p.delta,
+                };
+                let cal = calibrate::calibrate_noise_multiplier(
+                    &factory,
+                    &|s| run_event(s, steps),
+                    target,
+                )
+                .map_err(|source| TrainError::Calibration {
+                    path: path.clone(),
+                    source,
+                })?;
+                (cal.value, Some(epsilon), true)
+            }
+            Budget::UntilSpent {
+                noise_multiplier,
+                epsilon,
+            } => {
+                let target = Target {
+                    epsilon,
+                    delta: p.delta,
+                };
+                let cal = calibrate::calibrate_steps(
+                    &factory,
+                    &|t| run_event(noise_multiplier, t),
+                    target,
+                )
+                .map_err(|source| TrainError::Calibration {
+                    path: path.clone(),
+                    source,
+                })?;
+                self.steps = cal.steps.min(steps);
+                (noise_multiplier, Some(epsilon), false)
+            }
+        };
+        Ok(PrivacyPlan {
+            noise_multiplier,
+            delta: p.delta,
+            accountant: p.accountant,
+            options,
+            target_epsilon,
+            calibrated,
+            epsilon_guaranteed: warnings.is_empty(),
+            warnings,
+        })
+    }
+
+    /// σ_t at step `t` (`None` for a non-private run).
+    pub fn noise_multiplier_at(&self, _t: u64) -> Option<f64> {
+        self.privacy.as_ref().map(|p| p.noise_multiplier)
+    }
+
+    /// The event of step `t` given the releases the clipping policy made in it.
+    pub fn step_event(&self, releases: Vec<DpEvent>) -> DpEvent {
+        sampled(self.sampler, self.n_train, self.sample_rate, releases)
+    }
+
+    /// The releases a flat-clipping step makes at step `t`, before sampling.
+    pub fn planned_releases(&self, t: u64) -> Vec<DpEvent> {
+        match self.noise_multiplier_at(t) {
+            Some(sigma) => vec![DpEvent::gaussian(sigma)],
+            None => vec![DpEvent::NonPrivate],
+        }
+    }
+
+    /// The ledger of the first `steps` steps of the plan.
+    pub fn planned_ledger(&self, steps: u64) -> EventLedger {
+        let mut ledger = EventLedger::new();
+        for t in 0..steps.min(self.steps) {
+            ledger.record(self.step_event(self.planned_releases(t)));
+        }
+        ledger
+    }
+
+    /// The steps after which a run evaluates: 0, every `eval_every`, and the last step.
+    pub fn eval_steps(&self) -> Vec<u64> {
+        let mut out: Vec<u64> = (0..=self.steps)
+            .step_by(self.eval_every.max(1) as usize)
+            .collect();
+        if out.last() != Some(&self.steps) {
+            out.push(self.steps);
+        }
+        out
+    }
+
+    /// ε after the events of `ledger`, under the plan's accountant (`None` when non-private).
+    pub fn epsilon_of(
+        &self,
+        ledger: &EventLedger,
+    ) -> Option<Result<PrivacyReport, crate::privacy::accountant::AccountingError>> {
+        let p = self.privacy.as_ref()?;
+        Some((|| {
+            let mut acc = new_accountant(p.accountant, &p.options)?;
+            acc.compose(&ledger.to_event(), 1)?;
+            acc.epsilon(p.delta)
+        })())
+    }
+}

@@ -1,0 +1,394 @@
+//! From a validated spec to runtime objects: data, model and plan.
+//!
+//! Data preparation follows the order documented in `docs/config.md`: keep classes and relabel →
+//! subsample → validation split → scale → standardise → PCA → max row norm, each fitted on the
+//! training split only. The subsample and the validation split are drawn from a fixed data
+//! stream, so every seed of an experiment trains on the same examples and seeds differ only in
+//! initialisation, sampling and noise.
+
+use std::path::{Path, PathBuf};
+
+use crate::config::kinds::{Activation as SpecActivation, DatasetName, Standardize};
+use crate::config::spec::{
+    DataSource as SpecSource, ExperimentSpec, LayerSpec as SpecLayer, ModelArchitecture,
+    SyntheticSpec as SpecSynthetic, TestSet,
+};
+use crate::data::csv::{CsvOptions, LabelColumn};
+use crate::data::preprocess::{self, StandardizeMode};
+use crate::data::synthetic::{self, SyntheticSpec};
+use crate::data::{DataSource, Dataset, NamedDataset, TrainTest};
+use crate::model::Model;
+use crate::model::spec::{Activation, LayerSpec, LossKind, ModelSpec};
+
+use super::TrainError;
+use super::plan::TrainingPlan;
+
+/// The fixed seed of the data stream (subsample, validation split, held-out test fraction).
+pub const DATA_SEED: u64 = 0x0da7_a5ee_d000_0001;
+
+/// The data of one experiment after preprocessing.
+#[derive(Debug, Clone)]
+pub struct PreparedData {
+    pub train: Dataset,
+    /// The validation split (`data.validation_fraction > 0`), evaluated beside the test set.
+    pub validation: Option<Dataset>,
+    pub test: Dataset,
+    /// Caveats to show the user (e.g. "PCA fitted on training data: not differentially private").
+    pub notes: Vec<String>,
+}
+
+/// Everything one experiment needs, built once and shared by its seeds.
+#[derive(Debug, Clone)]
+pub struct Experiment {
+    pub spec: ExperimentSpec,
+    pub data: PreparedData,
+    pub model: Model,
+    pub plan: TrainingPlan,
+}
+
+impl Experiment {
+    /// Load and prepare the data, build the model, check the spec against both, and plan the
+    /// run (calibrating the noise when the budget is given as ε).
+    pub fn build(spec: ExperimentSpec, data_dir: &Path) -> Result<Self, TrainError> {
+        let data = prepare_data(&spec, data_dir)?;
+        let model = build_model(&spec, &data)?;
+        spec.check_against_data(data.train.len(), data.train.num_features())?;
+        let plan = TrainingPlan::new(&spec, data.train.len())?;
+        Ok(Experiment {
+            spec,
+            data,
+            model,
+            plan,
+        })
+    }
+}
+
+fn named(dataset: DatasetName) -> Option<NamedDataset> {
+    match dataset {
+        DatasetName::Mnist => Some(NamedDataset::Mnist),
+        DatasetName::FashionMnist => Some(NamedDataset::FashionMnist),
+        DatasetName::Cifar10 => Some(NamedDataset::Cifar10),
+        DatasetName::A9a => Some(NamedDataset::A9a),
+        DatasetName::Libsvm
+        | DatasetName::Csv
+        | DatasetName::GaussianMixture
+        | DatasetName::TwoCluster
+        | DatasetName::LogisticSynthetic => None,
+    }
+}
+
+fn synthetic_source(s: &SpecSynthetic) -> DataSource {
+    let (spec, seed) = match *s {
+        SpecSynthetic::GaussianMixture {
+            n_train,
+            n_test,
+            n_features,
+            n_classes,
+            separation,
+            seed,
+        } => (
+            SyntheticSpec::GaussianMixture(synthetic::GaussianMixture {
+                n_train,
+                n_test,
+                dim: n_features,
+                num_classes: n_classes,
+                separation,
+                ..synthetic::GaussianMixture::default()
+            }),
+            seed,
+        ),
+        SpecSynthetic::TwoCluster {
+            n_train,
+            n_test,
+            n_features,
+            separation,
+            seed,
+        } => (
+            SyntheticSpec::TwoClusters(synthetic::TwoClusters {
+                n_train,
+                n_test,
+                dim: n_features,
+                distance: separation,
+                ..synthetic::TwoClusters::default()
+            }),
+            seed,
+        ),
+        SpecSynthetic::LogisticSynthetic {
+            n_train,
+            n_test,
+            n_features,
+            seed,
+        } => (
+            SyntheticSpec::UniformLogistic(synthetic::UniformLogistic {
+                n_train,
+                n_test,
+                dim: n_features,
+                ..synthetic::UniformLogistic::default()
+            }),
+            seed,
+        ),
+    };
+    DataSource::Synthetic { spec, seed }
+}
+
+/// Load the spec's dataset: the data source, then a held-out test fraction where the test set
+/// is part of the same file.
+fn load(spec: &ExperimentSpec, data_dir: &Path) -> Result<TrainTest, TrainError> {
+    let (source, test_fraction): (DataSource, Option<f64>) = match &spec.data.source {
+        SpecSource::Standard { dataset, dir } => {
+            let dataset = named(*dataset).ok_or_else(|| TrainError::Step {
+                seed: 0,
+                step: 0,
+                reason: format!("{dataset:?} is not a standard dataset"),
+            })?;
+            (
+                DataSource::Named {
+                    dataset,
+                    path: dir.clone(),
+                },
+                None,
+            )
+        }
+        SpecSource::Libsvm { path, test } => {
+            let (test_path, frac) = split_test(path, test);
+            (
+                DataSource::Libsvm {
+                    train: path.clone(),
+                    test: test_path,
+                    num_features: None,
+                },
+                frac,
+            )
+        }
+        SpecSource::Csv {
+            path,
+            test,
+            label_column,
+            header,
+        } => {
+            let (test_path, frac) = split_test(path, test);
+            let options = CsvOptions {
+                has_header: *header,
+                label: LabelColumn::Index(*label_column),
+                ..CsvOptions::default()
+            };
+            (
+                DataSource::Csv {
+                    train: path.clone(),
+                    test: test_path,
+                    options,
+                },
+                frac,
+            )
+        }
+        SpecSource::Synthetic(s) => (synthetic_source(s), None),
+    };
+    let data = crate::data::load(&source, data_dir)?;
+    match test_fraction {
+        None => Ok(data),
+        Some(f) => {
+            // The same file was read as train and test: hold out a fraction of it as the test set.
+            let n = data.train.len();
+            let size = ((n as f64) * f).round().clamp(1.0, (n.max(2) - 1) as f64) as usize;
+            let (train, test) = preprocess::train_validation_split(&data.train, size, DATA_SEED)?;
+            Ok(TrainTest { train, test })
+        }
+    }
+}
+
+fn split_test(path: &Path, test: &TestSet) -> (PathBuf, Option<f64>) {
+    match test {
+        TestSet::File(p) => (p.clone(), None),
+        TestSet::Fraction(f) => (path.to_path_buf(), Some(*f)),
+    }
+}
+
+/// Load and preprocess the data of `spec`.
+pub fn prepare_data(spec: &ExperimentSpec, data_dir: &Path) -> Result<PreparedData, TrainError> {
+    let d = &spec.data;
+    let mut data = load(spec, data_dir)?;
+    let mut notes = Vec::new();
+    if let Some(classes) = &d.classes {
+        data.train = preprocess::keep_classes(&data.train, classes)?;
+        data.test = preprocess::keep_classes(&data.test, classes)?;
+    }
+    if let Some(n) = d.subsample {
+        if n < data.train.len() {
+            data.train = preprocess::subsample(&data.train, n, DATA_SEED ^ 1)?;
+        }
+    }
+    let mut validation = None;
+    if d.validation_fraction > 0.0 {
+        let n = data.train.len();
+        let size = ((n as f64) * d.validation_fraction)
+            .round()
+            .clamp(1.0, (n.max(2) - 1) as f64) as usize;
+        let (train, val) = preprocess::train_validation_split(&data.train, size, DATA_SEED ^ 2)?;
+        data.train = train;
+        validation = Some(val);
+    }
+    let mut sets: Vec<&mut Dataset> = vec![&mut data.train, &mut data.test];
+    if let Some(v) = validation.as_mut() {
+        sets.push(v);
+    }
+    if d.scale {
+        for s in sets.iter_mut() {
+            preprocess::scale_to_unit(s);
+        }
+    }
+    let mode = match d.standardize {
+        Standardize::None => None,
+        Standardize::PerFeature => Some(StandardizeMode::PerFeature),
+        Standardize::PerChannel => Some(StandardizeMode::PerChannel),
+    };
+    if let Some(mode) = mode {
+        let st = preprocess::Standardizer::fit(&data.train, mode)?;
+        st.apply(&mut data.train)?;
+        st.apply(&mut data.test)?;
+        if let Some(v) = validation.as_mut() {
+            st.apply(v)?;
+        }
+        notes.push(
+            "standardisation statistics come from the training data and are not privatised".into(),
+        );
+    }
+    if let Some(k) = d.pca_components {
+        let pca = preprocess::Pca::fit(&data.train, k)?;
+        data.train = pca.transform(&data.train)?;
+        data.test = pca.transform(&data.test)?;
+        if let Some(v) = validation.as_mut() {
+            *v = pca.transform(v)?;
+        }
+        notes.push(preprocess::Pca::NOTE.to_string());
+    }
+    if let Some(max_norm) = d.max_norm {
+        let mut tt = TrainTest {
+            train: data.train,
+            test: data.test,
+        };
+        let factor = preprocess::scale_max_row_norm(&mut tt, max_norm)?;
+        data.train = tt.train;
+        data.test = tt.test;
+        if let Some(v) = validation.as_mut() {
+            preprocess::scale(v, factor as f32);
+        }
+        notes.push(format!(
+            "rows rescaled by {factor:.6} so the largest training row norm is {max_norm} (a data-dependent scale, not privatised)"
+        ));
+    }
+    Ok(PreparedData {
+        train: data.train,
+        validation,
+        test: data.test,
+        notes,
+    })
+}
+
+fn activation(a: SpecActivation) -> Activation {
+    match a {
+        SpecActivation::Relu => Activation::Relu,
+        SpecActivation::Tanh => Activation::Tanh,
+    }
+}
+
+/// The model room's spec for `spec.model` on data with this sample shape and class count.
+pub fn model_spec(spec: &ExperimentSpec, sample_shape: &[usize], num_classes: usize) -> ModelSpec {
+    let input_dim: usize = sample_shape.iter().product();
+    let m = match &spec.model.architecture {
+        ModelArchitecture::Logistic if num_classes <= 2 => {
+            ModelSpec::binary_logistic_regression(input_dim)
+        }
+        ModelArchitecture::Logistic => ModelSpec::logistic_regression(input_dim, num_classes),
+        ModelArchitecture::Mlp {
+            hidden,
+            activation: a,
+        } => ModelSpec::mlp(input_dim, hidden, activation(*a), num_classes.max(2)),
+        ModelArchitecture::MnistCnn => ModelSpec::mnist_cnn(),
+        ModelArchitecture::CifarCnn => ModelSpec::cifar_cnn(),
+        ModelArchitecture::Cnn { layers } => {
+            let mut out = Vec::with_capacity(layers.len() + 2);
+            let mut spatial = sample_shape.len() == 3;
+            for l in layers {
+                match *l {
+                    SpecLayer::Conv2d {
+                        out_channels,
+                        kernel_size,
+                        stride,
+                        padding,
+                    } => {
+                        out.push(LayerSpec::conv(out_channels, kernel_size, stride, padding));
+                        spatial = true;
+                    }
+                    SpecLayer::MaxPool2d {
+                        kernel_size,
+                        stride,
+                    } => out.push(LayerSpec::MaxPool {
+                        kernel: kernel_size,
+                        stride,
+                    }),
+                    SpecLayer::AvgPool2d {
+                        kernel_size,
+                        stride,
+                    } => out.push(LayerSpec::AvgPool {
+                        kernel: kernel_size,
+                        stride,
+                    }),
+                    SpecLayer::Flatten => {
+                        out.push(LayerSpec::Flatten);
+                        spatial = false;
+                    }
+                    SpecLayer::Dense { out_features } => {
+                        // A dense layer after a spatial layer flattens its input (docs/config.md).
+                        if spatial {
+                            out.push(LayerSpec::Flatten);
+                            spatial = false;
+                        }
+                        out.push(LayerSpec::Dense {
+                            units: out_features,
+                        });
+                    }
+                    SpecLayer::Relu => out.push(LayerSpec::act(Activation::Relu)),
+                    SpecLayer::Tanh => out.push(LayerSpec::act(Activation::Tanh)),
+                }
+            }
+            if spatial {
+                out.push(LayerSpec::Flatten);
+            }
+            out.push(LayerSpec::Dense {
+                units: num_classes.max(2),
+            });
+            ModelSpec {
+                input_shape: sample_shape.to_vec(),
+                layers: out,
+                loss: LossKind::SoftmaxCrossEntropy,
+                l2: 0.0,
+            }
+        }
+    };
+    m.with_l2(spec.model.l2)
+}
+
+/// Build the model for `spec` and check it fits the data.
+pub fn build_model(spec: &ExperimentSpec, data: &PreparedData) -> Result<Model, TrainError> {
+    let path = spec.source.clone();
+    let num_classes = data.train.num_classes.max(data.test.num_classes);
+    let ms = model_spec(spec, &data.train.sample_shape, num_classes);
+    let model = ms.build().map_err(|source| TrainError::Model {
+        path: path.clone(),
+        source,
+    })?;
+    model
+        .check_input(data.train.num_features())
+        .map_err(|source| TrainError::Model {
+            path: path.clone(),
+            source,
+        })?;
+    if model.num_classes() < num_classes {
+        return Err(TrainError::ClassMismatch {
+            path,
+            model_classes: model.num_classes(),
+            data_classes: num_classes,
+        });
+    }
+    Ok(model)
+}
