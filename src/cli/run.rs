@@ -266,6 +266,13 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if !args.quiet {
         print_plan(&exp, &out.root);
     }
+    // Caveats about the guarantee are printed even with --quiet.
+    for w in plan.privacy.iter().flat_map(|p| &p.warnings) {
+        eprintln!("warning: {w}");
+    }
+    for n in &exp.data.notes {
+        eprintln!("note: {n}");
+    }
     let todo: Vec<u64> = exp
         .spec
         .seeds
@@ -403,14 +410,8 @@ fn print_plan(exp: &Experiment, out: &Path) {
                 pp.delta,
                 pp.accountant
             );
-            for w in &pp.warnings {
-                eprintln!("warning: {w}");
-            }
         }
         None => println!("privacy: disabled (non-private baseline; epsilon is infinite)"),
-    }
-    for n in &d.notes {
-        eprintln!("note: {n}");
     }
     println!("output: {}", out.display());
 }

@@ -1,0 +1,332 @@
+//! `dpx run` on the built binary and the training library: determinism across thread counts,
+//! the planned events equal the recorded ones, resume, non-private baselines and bad input.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+
+use dpx::train::prepare::Experiment;
+use dpx::train::run::{SeedEnd, Silent, train_seed};
+
+fn dpx() -> Command {
+    Command::cargo_bin("dpx").expect("the dpx binary is built")
+}
+
+/// A small private experiment on the synthetic Gaussian mixture; `extra` is appended as is.
+fn tiny_config(dir: &Path, extra: &str) -> PathBuf {
+    let text = format!(
+        r#"
+[experiment]
+name = "tiny"
+seeds = [0, 1, 2]
+
+[data]
+dataset = "gaussian_mixture"
+validation_fraction = 0.1
+
+[data.synthetic]
+n_train = 3000
+n_test = 500
+n_features = 10
+n_classes = 3
+separation = 4.0
+seed = 7
+
+[model]
+architecture = "mlp"
+hidden = [16]
+activation = "tanh"
+
+[train]
+epochs = 3
+expected_batch_size = 100
+learning_rate = 0.5
+optimizer = "momentum"
+momentum = 0.5
+eval_every_steps = 20
+
+[clip]
+clip_norm = 1.0
+
+{extra}
+"#
+    );
+    let path = dir.join("tiny.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+const PRIVATE: &str = "[privacy]\nepsilon = 2.0\ndelta = 1e-5\n";
+
+fn run_ok(config: &Path, out: &Path, threads: &str) {
+    dpx()
+        .args(["run", "--quiet", "--threads", threads, "--out"])
+        .arg(out)
+        .arg(config)
+        .assert()
+        .success();
+}
+
+#[test]
+fn metrics_are_byte_identical_with_one_or_two_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = tiny_config(dir.path(), PRIVATE);
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    run_ok(&cfg, &a, "1");
+    run_ok(&cfg, &b, "2");
+    let ma = std::fs::read(a.join("metrics.csv")).unwrap();
+    let mb = std::fs::read(b.join("metrics.csv")).unwrap();
+    assert!(!ma.is_empty());
+    assert_eq!(ma, mb, "metrics.csv differs between 1 and 2 threads");
+    assert_eq!(
+        std::fs::read(a.join("config.toml")).unwrap(),
+        std::fs::read(b.join("config.toml")).unwrap()
+    );
+}
+
+#[test]
+fn private_run_beats_chance_and_spends_its_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = tiny_config(dir.path(), PRIVATE);
+    let out = dir.path().join("out");
+    run_ok(&cfg, &out, "2");
+    let mut r = csv::Reader::from_path(out.join("summary.csv")).unwrap();
+    let headers = r.headers().unwrap().clone();
+    let col = |name: &str| headers.iter().position(|h| h == name).unwrap();
+    let rows: Vec<csv::StringRecord> = r.records().map(Result::unwrap).collect();
+    assert_eq!(rows.len(), 3);
+    for row in rows {
+        assert_eq!(&row[col("status")], "completed");
+        let acc: f64 = row[col("final_test_accuracy")].parse().unwrap();
+        assert!(
+            acc > 0.6,
+            "accuracy {acc} is not clearly above chance (1/3)"
+        );
+        let eps: f64 = row[col("epsilon")].parse().unwrap();
+        assert!(
+            eps <= 2.0 && eps > 1.9,
+            "epsilon {eps} should be just under the target 2"
+        );
+        assert_eq!(&row[col("epsilon_guaranteed")], "true");
+    }
+}
+
+#[test]
+fn recorded_events_equal_the_planned_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = tiny_config(dir.path(), PRIVATE);
+    let spec = dpx::config::load(&cfg).unwrap();
+    let exp = Experiment::build(spec, dir.path()).unwrap();
+    let planned = exp.plan.planned_ledger(exp.plan.steps);
+    match train_seed(&exp, 5, &Silent, &AtomicBool::new(false)).unwrap() {
+        SeedEnd::Finished(res) => {
+            assert_eq!(res.ledger, planned);
+            // ε written on the last row is the plan's ε.
+            let planned_eps = exp.plan.epsilon_of(&planned).unwrap().unwrap().epsilon;
+            assert_eq!(res.rows.last().unwrap().epsilon, Some(planned_eps));
+        }
+        SeedEnd::Interrupted => panic!("not interrupted"),
+    }
+}
+
+#[test]
+fn resume_skips_complete_seeds_and_gives_the_same_outputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = tiny_config(dir.path(), PRIVATE);
+    let out = dir.path().join("out");
+    run_ok(&cfg, &out, "2");
+    let full = std::fs::read(out.join("metrics.csv")).unwrap();
+    // Forget seed 1, as if the run had been killed before it finished.
+    std::fs::remove_file(out.join("seeds/1.summary.csv")).unwrap();
+    std::fs::remove_file(out.join("seeds/1.metrics.csv")).unwrap();
+    let seed0_before = std::fs::read(out.join("seeds/0.summary.csv")).unwrap();
+    dpx()
+        .args(["run", "--resume", "--threads", "1", "--out"])
+        .arg(&out)
+        .arg(&cfg)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("2 seed(s) already complete"));
+    assert_eq!(std::fs::read(out.join("metrics.csv")).unwrap(), full);
+    // Seed 0 was not re-run (its summary, seconds included, is unchanged).
+    assert_eq!(
+        std::fs::read(out.join("seeds/0.summary.csv")).unwrap(),
+        seed0_before
+    );
+}
+
+#[test]
+fn existing_results_are_not_overwritten_without_a_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = tiny_config(dir.path(), PRIVATE);
+    let out = dir.path().join("out");
+    run_ok(&cfg, &out, "2");
+    let before = std::fs::read(out.join("metrics.csv")).unwrap();
+    dpx()
+        .args(["run", "--quiet", "--out"])
+        .arg(&out)
+        .arg(&cfg)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--resume").and(predicate::str::contains("--overwrite")));
+    assert_eq!(std::fs::read(out.join("metrics.csv")).unwrap(), before);
+}
+
+#[test]
+fn resume_refuses_a_different_experiment() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let cfg = tiny_config(dir.path(), PRIVATE);
+    run_ok(&cfg, &out, "2");
+    let other = tiny_config(dir.path(), "[privacy]\nepsilon = 4.0\ndelta = 1e-5\n");
+    dpx()
+        .args(["run", "--quiet", "--resume", "--out"])
+        .arg(&out)
+        .arg(&other)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("different experiment"));
+}
+
+#[test]
+fn non_private_baseline_reports_no_epsilon() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = tiny_config(dir.path(), "[privacy]\nenabled = false\n");
+    let out = dir.path().join("out");
+    run_ok(&cfg, &out, "2");
+    let text = std::fs::read_to_string(out.join("summary.csv")).unwrap();
+    let mut r = csv::Reader::from_reader(text.as_bytes());
+    let headers = r.headers().unwrap().clone();
+    let eps = headers.iter().position(|h| h == "epsilon").unwrap();
+    let guaranteed = headers
+        .iter()
+        .position(|h| h == "epsilon_guaranteed")
+        .unwrap();
+    for row in r.records().map(Result::unwrap) {
+        assert_eq!(&row[eps], "", "a non-private run has no epsilon");
+        assert_eq!(&row[guaranteed], "false");
+    }
+}
+
+#[test]
+fn shuffle_sampling_is_marked_not_guaranteed() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = tiny_config(dir.path(), PRIVATE)
+        .to_string_lossy()
+        .into_owned();
+    let text = std::fs::read_to_string(&cfg).unwrap().replace(
+        "expected_batch_size = 100",
+        "sampler = \"shuffle\"\nbatch_size = 100",
+    );
+    std::fs::write(&cfg, text).unwrap();
+    let out = dir.path().join("out");
+    dpx()
+        .args(["run", "--quiet", "--out"])
+        .arg(&out)
+        .arg(&cfg)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("not guaranteed"));
+    let text = std::fs::read_to_string(out.join("summary.csv")).unwrap();
+    assert!(
+        text.lines().skip(1).all(|l| l.contains(",false,")),
+        "{text}"
+    );
+}
+
+#[test]
+fn bad_inputs_exit_2_with_one_clear_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: Vec<(String, &str)> = vec![
+        (
+            PRIVATE.replace("delta = 1e-5", "delta = 1.5"),
+            "privacy.delta",
+        ),
+        (
+            PRIVATE.replace("epsilon = 2.0", "epsilon = -1.0"),
+            "privacy.epsilon",
+        ),
+        (format!("{PRIVATE}\n[output]\nbogus = 1\n"), "output.bogus"),
+        (
+            PRIVATE.replace("[privacy]", "[privacy]\nepsilonn = 1"),
+            "did you mean",
+        ),
+    ];
+    for (extra, needle) in cases {
+        let cfg = tiny_config(dir.path(), &extra);
+        dpx()
+            .args(["run", "--quiet", "--out"])
+            .arg(dir.path().join("never"))
+            .arg(&cfg)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(needle).and(predicate::str::contains("tiny.toml")));
+        assert!(
+            !dir.path().join("never").exists(),
+            "nothing is written on bad input"
+        );
+    }
+}
+
+#[test]
+fn batch_larger_than_dataset_is_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = tiny_config(dir.path(), PRIVATE);
+    let text = std::fs::read_to_string(&cfg)
+        .unwrap()
+        .replace("expected_batch_size = 100", "expected_batch_size = 100000");
+    std::fs::write(&cfg, text).unwrap();
+    dpx()
+        .args(["run", "--quiet", "--out"])
+        .arg(dir.path().join("out"))
+        .arg(&cfg)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("expected_batch_size"));
+}
+
+#[test]
+fn missing_dataset_says_where_it_looked() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("mnist.toml");
+    std::fs::write(
+        &cfg,
+        "[experiment]\nname = \"m\"\n[data]\ndataset = \"mnist\"\n[model]\narchitecture = \"logistic\"\n[train]\nepochs = 1\nexpected_batch_size = 256\nlearning_rate = 0.1\n[clip]\nclip_norm = 1.0\n[privacy]\nepsilon = 1.0\ndelta = 1e-5\n",
+    )
+    .unwrap();
+    dpx()
+        .env("DPX_DATA_DIR", dir.path().join("nodata"))
+        .args(["run", "--quiet", "--out"])
+        .arg(dir.path().join("out"))
+        .arg(&cfg)
+        .assert()
+        .code(2)
+        .stderr(
+            predicate::str::contains("dpx data fetch mnist")
+                .and(predicate::str::contains("nodata")),
+        );
+}
+
+#[cfg(unix)]
+#[test]
+fn unwritable_output_directory_is_bad_input() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = tiny_config(dir.path(), PRIVATE);
+    let ro = dir.path().join("ro");
+    std::fs::create_dir(&ro).unwrap();
+    std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o555)).unwrap();
+    // root ignores permission bits: only assert when the directory really is read-only.
+    if std::fs::write(ro.join("probe"), b"").is_ok() {
+        return;
+    }
+    dpx()
+        .args(["run", "--quiet", "--out"])
+        .arg(ro.join("out"))
+        .arg(&cfg)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("output directory"));
+}
