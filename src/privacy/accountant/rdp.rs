@@ -310,7 +310,7 @@ pub fn log_a_poisson_gaussian_frac(q: f64, sigma: f64, alpha: f64) -> f64 {
         let previous_sum = sum;
         sum += coef.signum() * (a0 + a1);
         let decreasing = a0 < last0 && a1 < last1;
-        // Stop once both terms decrease and change ln A by less than 1e-12 of ln A (or e^{−40}
+        // Stop once both terms decrease and change ln A by less than 1e-12 of ln A (or 1e-15
         // absolute). Past i > α the terms alternate in sign, so consecutive partial sums bracket
         // the limit: return the larger one, an upper bound within that tolerance. The second half
         // can decay only polynomially (like i^{−α−2}) when e^{−z₀²/(2σ²)} is not small, so the
@@ -318,7 +318,7 @@ pub fn log_a_poisson_gaussian_frac(q: f64, sigma: f64, alpha: f64) -> f64 {
         let largest = a0.max(a1);
         let converged = decreasing
             && largest < 9.4e-14 * sum
-            && largest < sum * (1e-12 * (sum.ln() + reference)).max(4.25e-18);
+            && largest < sum * (1e-12 * (sum.ln() + reference)).max(1e-15);
         if converged || i + 1 == MAX_SERIES_TERMS {
             let upper = if fi > alpha {
                 sum.max(previous_sum)
