@@ -534,7 +534,7 @@ fn evaluate(
                 plan.parameter_name(),
             )
             .map_err(|e| match e {
-                CalibrationError::Accounting(a) => accounting(a),
+                CalibrationError::Accounting { source } => accounting(source),
                 CalibrationError::Unreachable { .. } => Failure::Unreachable(e.to_string()),
                 CalibrationError::InvalidTarget { .. } => Failure::Other(e.to_string()),
             })?;
