@@ -789,6 +789,9 @@ struct Flat {
     non_private: bool,
 }
 
+/// Segments per parallel chunk when summing a long history at one order.
+const PARALLEL_CHUNK: usize = 4096;
+
 /// Cached running total of one order: segments summed so far and their total.
 #[derive(Debug, Clone, Copy, Default)]
 struct OrderTotal {
@@ -1011,10 +1014,25 @@ impl RdpAccountant {
     fn total_at(&self, cache: &mut [OrderTotal], k: usize) -> f64 {
         let entry = &mut cache[k];
         let alpha = self.orders[k];
-        let mut total = entry.total;
-        for (kernel, count) in &self.segments[entry.upto..] {
-            total += kernel.rdp(alpha) * *count as f64;
-        }
+        let new = &self.segments[entry.upto..];
+        let sum_chunk = |chunk: &[(RdpKernel, u64)]| -> f64 {
+            chunk
+                .iter()
+                .map(|(kernel, count)| kernel.rdp(alpha) * *count as f64)
+                .sum()
+        };
+        // Long histories (schedules with many distinct σ) are summed in fixed chunks on the rayon
+        // pool; the chunk sums are added in order, so the result does not depend on the number of
+        // threads.
+        let total = if new.len() >= 2 * PARALLEL_CHUNK {
+            use rayon::prelude::*;
+            let partial: Vec<f64> = new.par_chunks(PARALLEL_CHUNK).map(sum_chunk).collect();
+            partial.iter().fold(entry.total, |acc, x| acc + x)
+        } else {
+            new.iter().fold(entry.total, |acc, (kernel, count)| {
+                acc + kernel.rdp(alpha) * *count as f64
+            })
+        };
         entry.total = total;
         entry.upto = self.segments.len();
         total
