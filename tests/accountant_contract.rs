@@ -129,7 +129,8 @@ fn composing_twice_equals_count_two() {
             a.epsilon(1e-6).unwrap().epsilon,
             b.epsilon(1e-6).unwrap().epsilon,
         );
-        assert!((ea - eb).abs() <= 1e-12 * eb, "{kind}: {ea} vs {eb}");
+        // 1e-9: discretised accountants may round differently when composing in two calls.
+        assert!((ea - eb).abs() <= 1e-9 * eb, "{kind}: {ea} vs {eb}");
     }
 }
 

@@ -318,3 +318,66 @@ mod calibration_table {
         );
     }
 }
+
+#[test]
+fn sampled_without_replacement_gaussian_bounds_dp_accounting() {
+    // dp_accounting 0.6.0 `_compute_rdp_sample_wor_gaussian` (run here with pip dp-accounting):
+    // it tightens the j >= 3 terms of Wang, Balle, Kasiviswanathan 2019 Thm. 9 with forward
+    // differences for orders <= 256; dpx uses the plain theorem, so it must be >= these values,
+    // equal at order 2 (no j >= 3 terms) and above 256 (same Stirling-free formula).
+    let cases: [(f64, f64, [f64; 6]); 2] = [
+        (
+            0.01,
+            1.0,
+            [
+                0.0005435086381094331,
+                0.0008348726849544131,
+                0.0016596427069916393,
+                0.06742238451337361,
+                11.26863552351778,
+                145.38174612503053,
+            ],
+        ),
+        (
+            0.1,
+            2.0,
+            [
+                0.011296964989239874,
+                0.017630092271796027,
+                0.03520997240450257,
+                0.06675802851688276,
+                1.650021505380192,
+                35.192032171512864,
+            ],
+        ),
+    ];
+    let orders = [2.0, 3.0, 5.5, 10.0, 32.0, 300.0];
+    for (q, sigma, expected) in cases {
+        for (a, e) in orders.iter().zip(expected) {
+            let got = rdp::rdp_wor_gaussian(q, sigma, *a);
+            assert!(
+                got >= e * (1.0 - 1e-9),
+                "q={q} sigma={sigma} alpha={a}: {got} < {e}"
+            );
+            if *a == 2.0 || *a == 300.0 {
+                assert!(
+                    rel_err(got, e) < 1e-9,
+                    "q={q} sigma={sigma} alpha={a}: {got} vs {e}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn laplace_rdp_matches_dp_accounting() {
+    // dp_accounting 0.6.0 `_laplace_rdp(0.5, a)` (Mironov 2017 Prop. 6), run here.
+    for (a, e) in [
+        (1.5, 0.15597787848573952),
+        (2.0, 0.200303896173616),
+        (10.0, 0.4286903864672748),
+    ] {
+        let got = rdp::rdp_laplace(0.5, a);
+        assert!(rel_err(got, e) < 1e-12, "alpha={a}: {got} vs {e}");
+    }
+}

@@ -534,7 +534,7 @@ fn evaluate(
                 plan.parameter_name(),
             )
             .map_err(|e| match e {
-                CalibrationError::Accounting(a) => accounting(a),
+                CalibrationError::Accounting { source } => accounting(source),
                 CalibrationError::Unreachable { .. } => Failure::Unreachable(e.to_string()),
                 CalibrationError::InvalidTarget { .. } => Failure::Other(e.to_string()),
             })?;
@@ -774,7 +774,7 @@ fn print_human(
     );
     if let Some(e) = plan.target_epsilon {
         match plan.delta {
-            Some(d) => println!("target: epsilon {e} at delta {d}"),
+            Some(d) => println!("target: epsilon {e} at delta {d:e}"),
             None => println!("target: epsilon {e}"),
         }
     }
@@ -790,10 +790,15 @@ fn print_human(
             .order
             .map(|a| format!(" (optimal order {a})"))
             .unwrap_or_default();
+        let delta = answer.report.delta;
+        let delta = if delta == 0.0 {
+            "0".to_string()
+        } else {
+            format!("{delta:e}")
+        };
         println!(
-            "epsilon: {} at delta {}{order}",
-            fmt_num(answer.report.epsilon),
-            answer.report.delta
+            "epsilon: {} at delta {delta}{order}",
+            fmt_num(answer.report.epsilon)
         );
         for note in &answer.report.notes {
             println!("note: {note}");

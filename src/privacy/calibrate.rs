@@ -36,7 +36,10 @@ pub struct Target {
 pub enum CalibrationError {
     /// The accountant refused an event or a parameter.
     #[error(transparent)]
-    Accounting(#[from] AccountingError),
+    Accounting {
+        #[from]
+        source: AccountingError,
+    },
     /// The target is not a valid (ε, δ).
     #[error("invalid target: {name} = {value}, expected {expected}")]
     InvalidTarget {
