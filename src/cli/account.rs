@@ -56,6 +56,16 @@ pub enum Relation {
     after_help = "Examples:\n  dpx account --epsilon 3 --delta 1e-5 --sample-rate 0.004 --steps 10000\n  dpx account --noise-multiplier 1.1 --delta 1e-5 --dataset-size 60000 --batch-size 240 --epochs 60 --all"
 )]
 pub struct AccountArgs {
+    /// An experiment file: print what the planned run spends (noise multiplier, ε per epoch),
+    /// from the plan alone, without training.
+    #[arg(long, value_name = "FILE", conflicts_with_all = [
+        "epsilon", "delta", "noise_multiplier", "sample_rate", "dataset_size", "batch_size",
+        "steps", "epochs", "schedule", "scale", "all",
+    ])]
+    pub config: Option<PathBuf>,
+    /// The data directory for `--config` (default: `$DPX_DATA_DIR`, else `data`).
+    #[arg(long, env = "DPX_DATA_DIR", requires = "config")]
+    pub data_dir: Option<PathBuf>,
     /// Target epsilon: print the noise multiplier (or scale) that meets it.
     #[arg(long)]
     pub epsilon: Option<f64>,
@@ -668,6 +678,9 @@ fn fmt_sig(x: f64) -> String {
 
 /// Run `dpx account`.
 pub fn run(args: AccountArgs) -> anyhow::Result<ExitCode> {
+    if let Some(config) = &args.config {
+        return super::plan::run(config, args.data_dir.as_deref(), args.json);
+    }
     let plan = validate(&args)?;
     let relation = match args.settings.relation {
         Relation::AddOrRemoveOne => NeighbouringRelation::AddOrRemoveOne,

@@ -12,6 +12,7 @@ use clap::{Parser, Subcommand};
 pub mod account;
 pub mod bench;
 pub mod data;
+pub mod plan;
 pub mod run;
 
 /// An error caused by the user's input (flag, config key, data file): exit code 2.

@@ -7,7 +7,7 @@
 //! plan; a test checks that a real run's ledger equals [`TrainingPlan::planned_ledger`].
 
 use crate::config::spec::{
-    Budget, ClipSpec, ExperimentSpec, LrSchedule as SpecLr, NoiseSchedule, OptimizerSpec, Sampler,
+    Budget, ClipSpec, Every, ExperimentSpec, LrSchedule as SpecLr, NoiseSchedule, OptimizerSpec, Sampler,
 };
 use crate::optim::Optimizer;
 use crate::optim::lr::LrSchedule;
@@ -48,8 +48,8 @@ pub struct TrainingPlan {
     pub planned_steps: u64,
     /// n / batch: steps in one epoch (fractional).
     pub steps_per_epoch: f64,
-    /// Evaluate every this many steps (and at step 0 and the last step).
-    pub eval_every: u64,
+    /// When to evaluate (besides step 0 and the last step).
+    pub eval_every: Every,
     pub sampler: Sampler,
     /// q = batch / n.
     pub sample_rate: f64,
@@ -151,7 +151,7 @@ impl TrainingPlan {
             steps: planned_steps,
             planned_steps,
             steps_per_epoch: n_train as f64 / batch.max(1) as f64,
-            eval_every: spec.period_in_steps(spec.train.eval_every, n_train),
+            eval_every: spec.train.eval_every,
             sampler: spec.train.sampler,
             sample_rate,
             expected_batch_size: batch as f64,
@@ -285,14 +285,54 @@ impl TrainingPlan {
         ledger
     }
 
-    /// The steps after which a run evaluates: 0, every `eval_every`, and the last step.
+    /// The step at which epoch `k` ends: ⌈k · n / batch⌉ (the rounding of `planned_steps`), at
+    /// most the run's length.
+    pub fn epoch_end(&self, k: u64) -> u64 {
+        let batch = self.expected_batch_size.round().max(1.0) as u128;
+        let end = (k as u128 * self.n_train as u128).div_ceil(batch);
+        u64::try_from(end).unwrap_or(u64::MAX).min(self.steps)
+    }
+
+    /// The steps at which epochs end, 1, 2, …, up to the last step (which ends the last, possibly
+    /// partial, epoch).
+    pub fn epoch_ends(&self) -> Vec<u64> {
+        let mut out: Vec<u64> = Vec::new();
+        let mut k = 1;
+        loop {
+            let end = self.epoch_end(k);
+            if out.last() != Some(&end) {
+                out.push(end);
+            }
+            if end >= self.steps {
+                break;
+            }
+            k += 1;
+        }
+        out
+    }
+
+    /// The steps after which a run evaluates: 0, then every `eval_every` steps or at the end of
+    /// every `eval_every` epochs, and the last step.
     pub fn eval_steps(&self) -> Vec<u64> {
-        let mut out: Vec<u64> = (0..=self.steps)
-            .step_by(self.eval_every.max(1) as usize)
-            .collect();
+        let mut out = vec![0];
+        match self.eval_every {
+            Every::Steps(s) => {
+                let s = s.max(1);
+                out.extend((1..=self.steps / s).map(|k| k * s));
+            }
+            Every::Epochs(e) => {
+                let e = e.max(1);
+                let mut k = e;
+                while self.epoch_end(k) < self.steps {
+                    out.push(self.epoch_end(k));
+                    k += e;
+                }
+            }
+        }
         if out.last() != Some(&self.steps) {
             out.push(self.steps);
         }
+        out.dedup();
         out
     }
 

@@ -1,0 +1,120 @@
+//! `dpx account --config FILE`: what a planned run will spend, from the plan alone.
+//!
+//! Builds the experiment exactly as `dpx run` does (data, model, plan, calibration) but trains
+//! nothing; prints the noise multiplier, the steps and ε at the end of every epoch. The events
+//! are the plan's ([`crate::train::plan::TrainingPlan::planned_ledger`]), which a test checks
+//! equal the events a real run records.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use serde::Serialize;
+
+use super::run::build_experiment;
+use crate::train::plan::TrainingPlan;
+
+#[derive(Serialize)]
+struct EpochRow {
+    epoch: u64,
+    step: u64,
+    epsilon: Option<f64>,
+}
+
+#[derive(Serialize)]
+struct PlanReport<'a> {
+    config: String,
+    accountant: Option<&'a str>,
+    noise_multiplier: Option<f64>,
+    calibrated: bool,
+    target_epsilon: Option<f64>,
+    epsilon: Option<f64>,
+    delta: Option<f64>,
+    clip_norm: Option<f64>,
+    sample_rate: f64,
+    expected_batch_size: f64,
+    dataset_size: usize,
+    steps: u64,
+    planned_steps: u64,
+    epsilon_guaranteed: bool,
+    warnings: &'a [String],
+    epochs: Vec<EpochRow>,
+}
+
+/// ε after the first `step` steps of the plan.
+fn epsilon_at(plan: &TrainingPlan, step: u64) -> anyhow::Result<Option<f64>> {
+    match plan.epsilon_of(&plan.planned_ledger(step)) {
+        None => Ok(None),
+        Some(r) => Ok(Some(r?.epsilon)),
+    }
+}
+
+/// Run `dpx account --config`.
+pub fn run(config: &Path, data_dir: Option<&Path>, json: bool) -> anyhow::Result<ExitCode> {
+    let exp = build_experiment(config, data_dir)?;
+    let plan = &exp.plan;
+    let privacy = plan.privacy.as_ref();
+    let mut epochs = Vec::new();
+    for (k, step) in plan.epoch_ends().into_iter().enumerate() {
+        epochs.push(EpochRow { epoch: k as u64 + 1, step, epsilon: epsilon_at(plan, step)? });
+    }
+    let no_warnings = Vec::new();
+    let report = PlanReport {
+        config: config.display().to_string(),
+        accountant: privacy.map(|p| p.accountant.name()),
+        noise_multiplier: privacy.map(|p| p.noise_multiplier),
+        calibrated: privacy.is_some_and(|p| p.calibrated),
+        target_epsilon: privacy.and_then(|p| p.target_epsilon),
+        epsilon: epochs.last().and_then(|e| e.epsilon),
+        delta: privacy.map(|p| p.delta),
+        clip_norm: plan.clip_norm,
+        sample_rate: plan.sample_rate,
+        expected_batch_size: plan.expected_batch_size,
+        dataset_size: plan.n_train,
+        steps: plan.steps,
+        planned_steps: plan.planned_steps,
+        epsilon_guaranteed: privacy.is_some_and(|p| p.epsilon_guaranteed),
+        warnings: privacy.map(|p| p.warnings.as_slice()).unwrap_or(&no_warnings),
+        epochs,
+    };
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("experiment {} ({})", exp.spec.name, report.config);
+    println!(
+        "dataset_size {}, expected_batch_size {}, sample_rate {:.6}, steps {}{}",
+        report.dataset_size,
+        report.expected_batch_size,
+        report.sample_rate,
+        report.steps,
+        if report.steps < report.planned_steps {
+            format!(" (stops when the budget is spent; {} planned)", report.planned_steps)
+        } else {
+            String::new()
+        }
+    );
+    match privacy {
+        None => println!("privacy disabled: a non-private baseline (epsilon is infinite)"),
+        Some(p) => {
+            println!(
+                "accountant {}: noise_multiplier {:.6} ({}), clip_norm {}, delta {}",
+                p.accountant,
+                p.noise_multiplier,
+                if p.calibrated { "calibrated" } else { "given" },
+                plan.clip_norm.map(|c| c.to_string()).unwrap_or_default(),
+                p.delta
+            );
+            println!("{:>6} {:>8} {:>10}", "epoch", "step", "epsilon");
+            for e in &report.epochs {
+                println!("{:>6} {:>8} {:>10.4}", e.epoch, e.step, e.epsilon.unwrap_or(f64::INFINITY));
+            }
+            if !p.epsilon_guaranteed {
+                println!("epsilon is NOT guaranteed:");
+            }
+            for w in &p.warnings {
+                println!("  warning: {w}");
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
