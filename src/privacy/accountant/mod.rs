@@ -8,6 +8,8 @@
 //! An accountant with no events composed reports ε = 0; one that has seen `NonPrivate` reports
 //! ε = ∞ (δ(ε) = 1).
 
+pub mod pld;
+
 use serde::Serialize;
 
 use crate::privacy::event::DpEvent;
