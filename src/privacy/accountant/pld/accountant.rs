@@ -42,8 +42,14 @@ pub struct PldAccountant {
 /// One mechanism of the multiset an event tree flattens to.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Mechanism {
-    Gaussian { noise_multiplier: f64, sample_rate: f64 },
-    Laplace { scale: f64, sample_rate: f64 },
+    Gaussian {
+        noise_multiplier: f64,
+        sample_rate: f64,
+    },
+    Laplace {
+        scale: f64,
+        sample_rate: f64,
+    },
 }
 
 impl Mechanism {
@@ -53,7 +59,9 @@ impl Mechanism {
                 noise_multiplier,
                 sample_rate,
             } => (0, noise_multiplier.to_bits(), sample_rate.to_bits()),
-            Mechanism::Laplace { scale, sample_rate } => (1, scale.to_bits(), sample_rate.to_bits()),
+            Mechanism::Laplace { scale, sample_rate } => {
+                (1, scale.to_bits(), sample_rate.to_bits())
+            }
         }
     }
 }
@@ -112,7 +120,10 @@ impl PldAccountant {
     /// An accountant for `relation` with privacy losses discretised on a grid of step
     /// `value_discretization_interval` (callers use [`DEFAULT_VALUE_DISCRETIZATION_INTERVAL`],
     /// 1e-4). A step that is not finite and positive is reported by every `check`/`compose`.
-    pub fn new(relation: NeighbouringRelation, value_discretization_interval: f64) -> PldAccountant {
+    pub fn new(
+        relation: NeighbouringRelation,
+        value_discretization_interval: f64,
+    ) -> PldAccountant {
         PldAccountant {
             relation,
             interval: value_discretization_interval,
@@ -170,7 +181,10 @@ impl PldAccountant {
             DpEvent::Gaussian { .. } | DpEvent::Laplace { .. } => {
                 self.sampled(event, 1.0, count, plan)
             }
-            DpEvent::PoissonSampled { sample_rate, event: inner } => {
+            DpEvent::PoissonSampled {
+                sample_rate,
+                event: inner,
+            } => {
                 check_rate(*sample_rate)?;
                 self.sampled(inner, *sample_rate, count, plan)
             }
@@ -178,7 +192,10 @@ impl PldAccountant {
                 event,
                 "sampling without replacement has no PLD analysis here; use Poisson sampling",
             )),
-            DpEvent::SelfComposed { event: inner, count: c } => {
+            DpEvent::SelfComposed {
+                event: inner,
+                count: c,
+            } => {
                 let total = count.checked_mul(*c).ok_or_else(count_overflow)?;
                 self.walk(inner, total, plan)
             }
@@ -264,17 +281,13 @@ impl PldAccountant {
     }
 
     /// The PLD of mechanism `m` run `count` times.
-    fn build(
-        &self,
-        m: Mechanism,
-        count: u64,
-    ) -> Result<PrivacyLossDistribution, AccountingError> {
+    fn build(&self, m: Mechanism, count: u64) -> Result<PrivacyLossDistribution, AccountingError> {
         match m {
             // T full-batch Gaussian releases = one Gaussian with σ/√T (exact).
             Mechanism::Gaussian {
                 noise_multiplier,
-                sample_rate,
-            } if sample_rate == 1.0 => PrivacyLossDistribution::from_gaussian(
+                sample_rate: 1.0,
+            } => PrivacyLossDistribution::from_gaussian(
                 noise_multiplier / (count as f64).sqrt(),
                 1.0,
                 self.relation,

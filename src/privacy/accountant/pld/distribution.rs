@@ -14,7 +14,7 @@
 //!
 //! Must not: know events or accountant state.
 
-use super::mechanism::{Adjacency, AdditiveNoiseLoss, Noise};
+use super::mechanism::{AdditiveNoiseLoss, Adjacency, Noise};
 use super::pmf::{DiscretePmf, MAX_SUPPORT};
 use crate::privacy::accountant::{AccountantKind, AccountingError};
 use crate::privacy::event::NeighbouringRelation;
@@ -137,12 +137,20 @@ impl PrivacyLossDistribution {
         count: u64,
         tail_mass_truncation: f64,
     ) -> Result<Self, AccountingError> {
-        let remove = self.remove.self_compose(count, tail_mass_truncation)?;
-        let add = match &self.add {
-            Some(a) => Some(a.self_compose(count, tail_mass_truncation)?),
-            None => None,
-        };
-        Ok(Self { remove, add })
+        match &self.add {
+            Some(a) => {
+                let (remove, add) =
+                    DiscretePmf::self_compose_pair(&self.remove, a, count, tail_mass_truncation)?;
+                Ok(Self {
+                    remove,
+                    add: Some(add),
+                })
+            }
+            None => Ok(Self {
+                remove: self.remove.self_compose(count, tail_mass_truncation)?,
+                add: None,
+            }),
+        }
     }
 
     /// δ(ε) = max(δ_remove(ε), δ_add(ε)).
@@ -238,7 +246,10 @@ mod tests {
             let exact = normal_cdf(-eps + 0.5) - eps.exp() * normal_cdf(-eps - 0.5);
             let got = pld.delta_for_epsilon(eps);
             assert!(got >= exact - 1e-13, "{eps}: {got} < {exact}");
-            assert!(got <= exact * (1.0 + 1e-3) + 1e-12, "{eps}: {got} ≫ {exact}");
+            assert!(
+                got <= exact * (1.0 + 1e-3) + 1e-12,
+                "{eps}: {got} ≫ {exact}"
+            );
         }
     }
 
@@ -246,7 +257,8 @@ mod tests {
     fn subsampled_pld_has_two_directions() {
         let pld = PrivacyLossDistribution::from_gaussian(0.8, 0.05, ADD_REMOVE, 1e-3).unwrap();
         assert!(!pld.is_symmetric());
-        let mass: f64 = pld.pmf_remove().probs().iter().sum::<f64>() + pld.pmf_remove().infinity_mass();
+        let mass: f64 =
+            pld.pmf_remove().probs().iter().sum::<f64>() + pld.pmf_remove().infinity_mass();
         assert!((mass - 1.0).abs() < 1e-9, "{mass}");
         let replace = PrivacyLossDistribution::from_gaussian(
             0.8,
@@ -275,13 +287,9 @@ mod tests {
 
     #[test]
     fn subsampled_laplace_under_replace_is_refused() {
-        let err = PrivacyLossDistribution::from_laplace(
-            1.0,
-            0.5,
-            NeighbouringRelation::ReplaceOne,
-            1e-4,
-        )
-        .unwrap_err();
+        let err =
+            PrivacyLossDistribution::from_laplace(1.0, 0.5, NeighbouringRelation::ReplaceOne, 1e-4)
+                .unwrap_err();
         assert!(matches!(err, AccountingError::Unsupported { .. }));
     }
 

@@ -58,6 +58,9 @@ pub struct AdditiveNoiseLoss {
     noise: Noise,
     sample_rate: f64,
     adjacency: Adjacency,
+    /// ln q and ln(1 − q), cached: the loss and its inverse use them at every grid point.
+    log_q: f64,
+    log_1m_q: f64,
 }
 
 /// The range of privacy losses the connect-the-dots grid must cover (Doroshenko et al. 2022,
@@ -82,6 +85,8 @@ impl AdditiveNoiseLoss {
             noise,
             sample_rate,
             adjacency,
+            log_q: sample_rate.ln(),
+            log_1m_q: (-sample_rate).ln_1p(),
         })
     }
 
@@ -143,8 +148,8 @@ impl AdditiveNoiseLoss {
                     self.noise_log_cdf(x - 1.0)
                 } else {
                     log_add_exp(
-                        (-q).ln_1p() + self.noise_log_cdf(x),
-                        q.ln() + self.noise_log_cdf(x - 1.0),
+                        self.log_1m_q + self.noise_log_cdf(x),
+                        self.log_q + self.noise_log_cdf(x - 1.0),
                     )
                 }
             }
@@ -194,8 +199,17 @@ impl AdditiveNoiseLoss {
         if q == 1.0 {
             l0
         } else {
-            log_add_exp((-q).ln_1p(), q.ln() + l0)
+            log_add_exp(self.log_1m_q, self.log_q + l0)
         }
+    }
+
+    /// ln(1 + (e^ε − 1)/q) = ln(e^ε − (1 − q)) − ln q for q ∈ (0, 1), stable; −∞ when the
+    /// argument of the logarithm is ≤ 0.
+    fn log_one_plus_expm1_over_q(&self, epsilon: f64) -> f64 {
+        if epsilon <= self.log_1m_q {
+            return f64::NEG_INFINITY;
+        }
+        log_sub_exp(epsilon, self.log_1m_q) - self.log_q
     }
 
     /// The privacy loss ℓ(x) = ln(μ_upper(x)/μ_lower(x)); non-increasing in x.
@@ -218,7 +232,7 @@ impl AdditiveNoiseLoss {
                     return self.inverse_loss_unsampled_remove(epsilon);
                 }
                 // ℓ₀ = ln(1 + (e^ε − 1)/q)
-                let l0 = log_one_plus_expm1_over_q(epsilon, q);
+                let l0 = self.log_one_plus_expm1_over_q(epsilon);
                 self.inverse_loss_unsampled_remove(l0)
             }
             Adjacency::Add => {
@@ -229,7 +243,7 @@ impl AdditiveNoiseLoss {
                 let l0 = if q == 1.0 {
                     -epsilon
                 } else {
-                    log_one_plus_expm1_over_q(-epsilon, q)
+                    self.log_one_plus_expm1_over_q(-epsilon)
                 };
                 1.0 + self.inverse_loss_unsampled_remove(-l0)
             }
@@ -263,7 +277,7 @@ impl AdditiveNoiseLoss {
         if q == 1.0 {
             return -epsilon * sigma2 / 2.0;
         }
-        let log_alpha = 0.5 / sigma2 + (-q).ln_1p() - q.ln();
+        let log_alpha = 0.5 / sigma2 + self.log_1m_q - self.log_q;
         let a = epsilon.abs();
         let log_sinh = a / 2.0 + (-(-a).exp()).ln_1p() - std::f64::consts::LN_2;
         let asinh_term = -epsilon.signum() * asinh_exp(log_alpha + log_sinh);
@@ -280,13 +294,19 @@ impl AdditiveNoiseLoss {
         if q < 1.0 {
             match self.adjacency {
                 // μ_lower ≥ (1 − q) μ_upper pointwise: δ = 0 for ε ≥ −ln(1 − q).
-                Adjacency::Add if epsilon >= -(-q).ln_1p() => return 0.0,
+                Adjacency::Add if epsilon >= -self.log_1m_q => return 0.0,
                 // μ_upper ≥ (1 − q) μ_lower pointwise: δ = 1 − e^ε for ε ≤ ln(1 − q).
-                Adjacency::Remove if epsilon <= (-q).ln_1p() => return -epsilon.exp_m1(),
+                Adjacency::Remove if epsilon <= self.log_1m_q => return -epsilon.exp_m1(),
                 _ => {}
             }
         }
         let x = self.inverse_privacy_loss(epsilon);
+        // Fast path: both CDFs in linear space (each noise CDF evaluated once), valid while
+        // μ_lower(X ≤ x) is a normal number and e^ε does not overflow.
+        let (upper, lower) = self.cdfs(x);
+        if lower > 1e-290 && epsilon < 700.0 {
+            return (upper - epsilon.exp() * lower).clamp(0.0, 1.0);
+        }
         let upper = self.mu_upper_cdf(x);
         let lower_log = self.mu_lower_log_cdf(x);
         let delta = if upper > 0.0 {
@@ -295,6 +315,35 @@ impl AdditiveNoiseLoss {
             0.0
         };
         delta.clamp(0.0, 1.0)
+    }
+
+    /// (P[X ≤ x] for X ~ μ_upper, P[X ≤ x] for X ~ μ_lower) in linear space.
+    fn cdfs(&self, x: f64) -> (f64, f64) {
+        let q = self.sample_rate;
+        let mix = |f0: f64, f_shift: f64| {
+            if q == 1.0 {
+                f_shift
+            } else {
+                (1.0 - q) * f0 + q * f_shift
+            }
+        };
+        match self.adjacency {
+            Adjacency::Remove => {
+                let f0 = self.noise_cdf(x);
+                (mix(f0, self.noise_cdf(x + 1.0)), f0)
+            }
+            Adjacency::Add => {
+                let f0 = self.noise_cdf(x);
+                (f0, mix(f0, self.noise_cdf(x - 1.0)))
+            }
+            Adjacency::Replace => {
+                let f0 = if q == 1.0 { 0.0 } else { self.noise_cdf(x) };
+                (
+                    mix(f0, self.noise_cdf(x + 1.0)),
+                    mix(f0, self.noise_cdf(x - 1.0)),
+                )
+            }
+        }
     }
 
     /// The loss range to discretise. Gaussian: the noise is cut at F(x) = ½e^{−50} on each
@@ -322,16 +371,6 @@ impl AdditiveNoiseLoss {
             },
         }
     }
-}
-
-/// ln(1 + (e^ε − 1)/q) for q ∈ (0, 1), stable; −∞ when the argument is ≤ 0.
-fn log_one_plus_expm1_over_q(epsilon: f64, q: f64) -> f64 {
-    // = ln((e^ε − (1 − q))/q) = ln(e^ε − (1 − q)) − ln q
-    let log_one_minus_q = (-q).ln_1p();
-    if epsilon <= log_one_minus_q {
-        return f64::NEG_INFINITY;
-    }
-    log_sub_exp(epsilon, log_one_minus_q) - q.ln()
 }
 
 /// asinh(±e^a) magnitude: ln(√(e^{2a} + 1) + e^a), stable for large |a|.
@@ -384,7 +423,10 @@ mod tests {
             let exact =
                 normal_cdf(-eps / mu + mu / 2.0) - eps.exp() * normal_cdf(-eps / mu - mu / 2.0);
             let got = l.delta_for_epsilon(eps);
-            assert!((got - exact).abs() < 1e-14, "{sigma} {eps}: {got} vs {exact}");
+            assert!(
+                (got - exact).abs() < 1e-14,
+                "{sigma} {eps}: {got} vs {exact}"
+            );
             let add = gauss(sigma, 1.0, Adjacency::Add).delta_for_epsilon(eps);
             assert!((add - exact).abs() < 1e-14);
         }
@@ -407,8 +449,7 @@ mod tests {
                     let loss = lap.privacy_loss(x);
                     let back = lap.inverse_privacy_loss(loss);
                     // strictly monotone only on (−1, 0) (remove) or (0, 1) (add)
-                    if (adj == Adjacency::Remove && x < 0.0) || (adj == Adjacency::Add && x > 0.0)
-                    {
+                    if (adj == Adjacency::Remove && x < 0.0) || (adj == Adjacency::Add && x > 0.0) {
                         assert!((back - x).abs() < 1e-9, "laplace {adj:?} x={x}: {back}");
                     }
                 }
@@ -450,8 +491,10 @@ mod tests {
             let h = laplace(0.65, 1.0, Adjacency::Remove).delta_for_epsilon(eps);
             assert!((r - h).abs() < 1e-14, "{eps}: {r} vs {h}");
         }
-        assert!(AdditiveNoiseLoss::new(Noise::Laplace { scale: 1.0 }, 0.5, Adjacency::Replace)
-            .is_none());
+        assert!(
+            AdditiveNoiseLoss::new(Noise::Laplace { scale: 1.0 }, 0.5, Adjacency::Replace)
+                .is_none()
+        );
     }
 
     #[test]

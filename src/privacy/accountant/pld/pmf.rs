@@ -175,8 +175,8 @@ impl DiscretePmf {
     ///
     /// The window [lo, hi] of the T-fold sum outside which each tail has mass ≤ τ/2 comes from
     /// the Chernoff bound P[S ≥ a] ≤ exp(T K(λ) − λa), K the log-MGF of one step, minimised
-    /// over a grid of λ (dp_accounting `compute_self_convolve_bounds`, with a λ grid centred on
-    /// the Gaussian optimum √(2 ln(2/τ))/sd_T instead of a fixed one, so the window is tighter).
+    /// over λ (dp_accounting `compute_self_convolve_bounds`, supplementary note eq. (5); here
+    /// λ is searched around the Gaussian optimum √(2 ln(2/τ))/sd_T, so the window is tighter).
     /// The T-th power of the DFT of length L ≥ hi − lo + 1 is inverted and read from offset lo:
     /// the mass outside the window (≤ τ) aliases into it, which can only add mass, and τ is
     /// added to +∞ (so δ is still an upper bound). Infinity mass: τ + 1 − (1 − m_∞)^T.
@@ -185,50 +185,28 @@ impl DiscretePmf {
         count: u64,
         tail_mass_truncation: f64,
     ) -> Result<DiscretePmf, AccountingError> {
-        if count == 0 {
-            return Ok(Self::identity(self.interval));
+        let mut out = self_compose_packed(&[self], count, tail_mass_truncation)?;
+        Ok(out.remove(0))
+    }
+
+    /// [`DiscretePmf::self_compose`] of two PMFs at once: one complex FFT carries both real
+    /// sequences (a + i·b), halving the transforms. Used for the remove/add pair.
+    pub fn self_compose_pair(
+        a: &DiscretePmf,
+        b: &DiscretePmf,
+        count: u64,
+        tail_mass_truncation: f64,
+    ) -> Result<(DiscretePmf, DiscretePmf), AccountingError> {
+        check_same_interval(a.interval, b.interval)?;
+        let mut out = self_compose_packed(&[a, b], count, tail_mass_truncation)?;
+        let second = out.pop();
+        let first = out.pop();
+        match (first, second) {
+            (Some(x), Some(y)) => Ok((x, y)),
+            _ => Err(AccountingError::Numerical(
+                "self-composition returned fewer PMFs than given".to_string(),
+            )),
         }
-        if count == 1 {
-            return Ok(self.clone());
-        }
-        let t = count as f64;
-        let infinity_mass = (tail_mass_truncation
-            - (t * (-self.infinity_mass).ln_1p()).exp_m1())
-        .clamp(0.0, 1.0);
-        let base_lower = (self.lower as i128) * (count as i128);
-        if self.probs.len() == 1 {
-            let p = self.probs[0].powf(t);
-            let lower = to_i64(base_lower)?;
-            return Ok(Self::from_parts(self.interval, lower, vec![p], infinity_mass));
-        }
-        let (lo, hi) = self_convolution_bounds(&self.probs, count, tail_mass_truncation);
-        let out_len = usize::try_from(hi - lo + 1).map_err(|_| too_large(usize::MAX))?;
-        if out_len > MAX_SUPPORT {
-            return Err(too_large(out_len));
-        }
-        let len = fast_len(out_len);
-        let mut buf = vec![Complex64::new(0.0, 0.0); len];
-        for (i, &p) in self.probs.iter().enumerate() {
-            buf[i % len].re += p;
-        }
-        let mut planner = FftPlanner::<f64>::new();
-        planner.plan_fft_forward(len).process(&mut buf);
-        for z in &mut buf {
-            *z = power(*z, t);
-        }
-        planner.plan_fft_inverse(len).process(&mut buf);
-        let scale = 1.0 / len as f64;
-        let start = (lo as u128 % len as u128) as usize;
-        let probs: Vec<f64> = (0..out_len)
-            .map(|j| (buf[(start + j) % len].re * scale).max(0.0))
-            .collect();
-        let lower = to_i64(base_lower + lo as i128)?;
-        Ok(Self::from_parts(
-            self.interval,
-            lower,
-            probs,
-            infinity_mass,
-        ))
     }
 
     /// δ(ε) = m_∞ + Σ_{ℓ > ε} (1 − e^{ε − ℓ}) p(ℓ): the ε-hockey-stick divergence of the pair
@@ -279,6 +257,107 @@ impl DiscretePmf {
     }
 }
 
+/// The window, grid offset and infinity mass of a T-fold self-composition.
+struct Window {
+    lo: i128,
+    out_len: usize,
+    lower: i64,
+    infinity_mass: f64,
+}
+
+fn window(pmf: &DiscretePmf, count: u64, tau: f64) -> Result<Window, AccountingError> {
+    let t = count as f64;
+    let infinity_mass = (tau - (t * (-pmf.infinity_mass).ln_1p()).exp_m1()).clamp(0.0, 1.0);
+    let (lo, hi) = self_convolution_bounds(&pmf.probs, count, tau);
+    let out_len = usize::try_from(hi - lo + 1).map_err(|_| too_large(usize::MAX))?;
+    if out_len > MAX_SUPPORT {
+        return Err(too_large(out_len));
+    }
+    let lower = to_i64((pmf.lower as i128) * (count as i128) + lo)?;
+    Ok(Window {
+        lo,
+        out_len,
+        lower,
+        infinity_mass,
+    })
+}
+
+/// T-fold self-composition of one or two PMFs (same grid) with a single forward and a single
+/// inverse complex FFT: the first sequence rides on the real part, the second on the imaginary
+/// part; their spectra are separated by Hermitian symmetry,
+/// A[k] = (X[k] + X̄[L−k])/2, B[k] = (X[k] − X̄[L−k])/(2i), raised to the power T, and
+/// recombined as A^T + i·B^T so that the inverse gives a^{*T} in the real and b^{*T} in the
+/// imaginary part.
+fn self_compose_packed(
+    pmfs: &[&DiscretePmf],
+    count: u64,
+    tau: f64,
+) -> Result<Vec<DiscretePmf>, AccountingError> {
+    if count == 0 {
+        return Ok(pmfs
+            .iter()
+            .map(|p| DiscretePmf::identity(p.interval))
+            .collect());
+    }
+    if count == 1 {
+        return Ok(pmfs.iter().map(|p| (*p).clone()).collect());
+    }
+    let t = count as f64;
+    let windows: Vec<Window> = pmfs
+        .iter()
+        .map(|p| window(p, count, tau))
+        .collect::<Result<_, _>>()?;
+    let widest = windows.iter().map(|w| w.out_len).max().unwrap_or(1);
+    let len = fast_len(widest);
+    let mut buf = vec![Complex64::new(0.0, 0.0); len];
+    for (which, pmf) in pmfs.iter().enumerate() {
+        for (i, &p) in pmf.probs.iter().enumerate() {
+            if which == 0 {
+                buf[i % len].re += p;
+            } else {
+                buf[i % len].im += p;
+            }
+        }
+    }
+    let fft = FftPlanner::<f64>::new().plan_fft_forward(len);
+    fft.process(&mut buf);
+    for k in 0..=len / 2 {
+        let j = (len - k) % len;
+        let xk = buf[k];
+        let xj = buf[j].conj();
+        let a = (xk + xj) * 0.5;
+        let ya = power(a, t);
+        let yb = if pmfs.len() > 1 {
+            power((xk - xj) * Complex64::new(0.0, -0.5), t)
+        } else {
+            Complex64::new(0.0, 0.0)
+        };
+        // Y[k] = A^T + i B^T and Y[L−k] = conj(A^T) + i conj(B^T); stored conjugated so that
+        // the forward plan computes the inverse: ifft(Y) = conj(fft(conj(Y)))/L.
+        buf[k] = Complex64::new(ya.re - yb.im, -(ya.im + yb.re));
+        buf[j] = Complex64::new(ya.re + yb.im, ya.im - yb.re);
+    }
+    fft.process(&mut buf);
+    let scale = 1.0 / len as f64;
+    Ok(pmfs
+        .iter()
+        .zip(&windows)
+        .enumerate()
+        .map(|(which, (pmf, w))| {
+            let start = w.lo.rem_euclid(len as i128) as usize;
+            let probs: Vec<f64> = (0..w.out_len)
+                .map(|j| {
+                    let z = buf[(start + j) % len];
+                    // undo the conjugation of the inverse-by-forward trick
+                    let v = if which == 0 { z.re } else { -z.im };
+                    (v * scale).max(0.0)
+                })
+                .collect();
+            DiscretePmf::from_parts(pmf.interval, w.lower, probs, w.infinity_mass)
+        })
+        .collect())
+}
+
 fn check_same_interval(a: f64, b: f64) -> Result<(), AccountingError> {
     if a == b {
         Ok(())
@@ -297,9 +376,8 @@ fn too_large(points: usize) -> AccountingError {
 }
 
 fn to_i64(x: i128) -> Result<i64, AccountingError> {
-    i64::try_from(x).map_err(|_| {
-        AccountingError::Numerical(format!("privacy-loss grid index {x} overflows"))
-    })
+    i64::try_from(x)
+        .map_err(|_| AccountingError::Numerical(format!("privacy-loss grid index {x} overflows")))
 }
 
 /// z^t through the polar form, with coefficients below e^{−46} set to zero.
@@ -340,7 +418,7 @@ pub fn fast_len(min: usize) -> usize {
 /// The linear convolution of `a` and `b`, negatives from rounding clamped to 0.
 fn convolve(a: &[f64], b: &[f64]) -> Vec<f64> {
     let out_len = a.len() + b.len() - 1;
-    if a.len().saturating_mul(b.len()) <= DIRECT_CONVOLUTION_WORK {
+    if a.len().saturating_mul(b.len()) <= DIRECT_CONVOLUTION_WORK || a.len().min(b.len()) <= 64 {
         let mut out = vec![0.0; out_len];
         for (i, &x) in a.iter().enumerate() {
             for (j, &y) in b.iter().enumerate() {
@@ -358,14 +436,14 @@ fn convolve(a: &[f64], b: &[f64]) -> Vec<f64> {
     for (dst, &x) in fb.iter_mut().zip(b) {
         dst.re = x;
     }
-    let mut planner = FftPlanner::<f64>::new();
-    let forward = planner.plan_fft_forward(len);
-    forward.process(&mut fa);
-    forward.process(&mut fb);
+    let fft = FftPlanner::<f64>::new().plan_fft_forward(len);
+    fft.process(&mut fa);
+    fft.process(&mut fb);
+    // inverse by the forward plan: ifft(Y) = conj(fft(conj(Y)))/L; only the real part is read
     for (x, y) in fa.iter_mut().zip(&fb) {
-        *x *= *y;
+        *x = (*x * *y).conj();
     }
-    planner.plan_fft_inverse(len).process(&mut fa);
+    fft.process(&mut fa);
     let scale = 1.0 / len as f64;
     fa[..out_len]
         .iter()
@@ -436,26 +514,53 @@ fn self_convolution_bounds(probs: &[f64], count: u64, tail_mass_truncation: f64)
     let log_2_over_tau = (2.0 / tail_mass_truncation).ln();
     let sd_t = (t * var).sqrt().max(1e-3);
     let lambda_star = (2.0 * log_2_over_tau).sqrt() / sd_t;
-    for j in -24..=16 {
-        let lambda = lambda_star * 2f64.powf(j as f64 / 4.0);
-        // upper tail: P[S ≥ a] ≤ τ/2 for a = (T K(λ) + ln(2/τ))/λ
-        let k_up = log_mgf(probs, lambda);
-        let a = (t * k_up + log_2_over_tau) / lambda;
-        if a.is_finite() {
-            hi = hi.min(a.ceil() as i128 + 1);
-        }
-        // lower tail with −λ
-        let k_low = log_mgf(probs, -lambda);
-        let b = (t * k_low + log_2_over_tau) / -lambda;
-        if b.is_finite() {
-            lo = lo.max(b.floor() as i128 - 1);
-        }
+    // a(λ) = (T K(λ) + ln(2/τ))/λ is quasi-convex in λ > 0 (its sublevel sets are those of the
+    // convex T K(λ) − aλ + ln(2/τ)), so a golden-section search on ln λ finds its minimum; any
+    // λ gives a valid bound, so an inexact minimum only widens the window.
+    let upper_bound = |lambda: f64| (t * log_mgf(probs, lambda) + log_2_over_tau) / lambda;
+    let lower_bound = |lambda: f64| (t * log_mgf(probs, -lambda) + log_2_over_tau) / lambda;
+    let a = golden_min(|u| upper_bound(lambda_star * u.exp()), -4.0, 3.0);
+    if a.is_finite() {
+        hi = hi.min(a.ceil() as i128 + 1);
+    }
+    let b = golden_min(|u| lower_bound(lambda_star * u.exp()), -4.0, 3.0);
+    if b.is_finite() {
+        lo = lo.max((-b).floor() as i128 - 1);
     }
     if hi < lo {
         // Only possible through rounding when the mass is tiny; fall back to the full range.
         return (0, (n as i128 - 1) * count as i128);
     }
     (lo, hi)
+}
+
+/// The smallest value of `f` found by golden-section search on [lo, hi] (16 steps, plus both
+/// ends), ignoring non-finite values.
+fn golden_min(f: impl Fn(f64) -> f64, lo: f64, hi: f64) -> f64 {
+    let ratio = (5f64.sqrt() - 1.0) / 2.0;
+    let (mut a, mut b) = (lo, hi);
+    let finite = |v: f64| if v.is_finite() { v } else { f64::INFINITY };
+    let mut best = finite(f(lo)).min(finite(f(hi)));
+    let mut c = b - ratio * (b - a);
+    let mut d = a + ratio * (b - a);
+    let (mut fc, mut fd) = (finite(f(c)), finite(f(d)));
+    for _ in 0..16 {
+        best = best.min(fc).min(fd);
+        if fc <= fd {
+            b = d;
+            d = c;
+            fd = fc;
+            c = b - ratio * (b - a);
+            fc = finite(f(c));
+        } else {
+            a = c;
+            c = d;
+            fc = fd;
+            d = a + ratio * (b - a);
+            fd = finite(f(d));
+        }
+    }
+    best.min(fc).min(fd)
 }
 
 /// ln Σ_i p_i e^{λ i}, in blocks: within a block the weights e^{λ j} are precomputed (|λ|·B ≤
@@ -518,8 +623,12 @@ mod tests {
 
     #[test]
     fn fft_convolution_matches_direct() {
-        let a: Vec<f64> = (0..400).map(|i| ((i * 37 % 101) as f64) / 20_000.0).collect();
-        let b: Vec<f64> = (0..300).map(|i| ((i * 53 % 89) as f64) / 13_000.0).collect();
+        let a: Vec<f64> = (0..400)
+            .map(|i| ((i * 37 % 101) as f64) / 20_000.0)
+            .collect();
+        let b: Vec<f64> = (0..300)
+            .map(|i| ((i * 53 % 89) as f64) / 13_000.0)
+            .collect();
         let fft = convolve(&a, &b);
         let mut direct = vec![0.0; a.len() + b.len() - 1];
         for (i, x) in a.iter().enumerate() {
