@@ -8,7 +8,8 @@ Run by hand only; dpx never depends on Python. Install dp_accounting outside the
     /work/venvs/dpacc/bin/python scripts/compare_pld.py target     # one case by name
 
 Prints one line per case: name, epsilon (or delta), seconds (wall clock, construction +
-composition + conversion, single process). The dpx side of the same cases:
+composition + conversion, single process) and cpu_seconds (process CPU time, steadier on a
+busy machine). Pin to one core for the issue's "one core" target (taskset -c 0 ...). The dpx side of the same cases:
 
     cargo bench --bench pld
     cargo test --release --test pld_reference -- --nocapture --ignored print_cases
@@ -62,23 +63,23 @@ def main():
     for name, (q, sigma, steps, delta) in CASES.items():
         if wanted and name not in wanted:
             continue
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         acc = pld_privacy_accountant.PLDAccountant()
         acc.compose(event(q, sigma, steps))
         eps = acc.get_epsilon(delta)
-        secs = time.perf_counter() - start
+        secs, cpu = time.perf_counter() - start, time.process_time() - cpu
         print(f"{name:8s} q={q:.6g} sigma={sigma:.6g} steps={steps} delta={delta:g} "
-              f"epsilon={eps:.10f} seconds={secs:.3f}", flush=True)
+              f"epsilon={eps:.10f} seconds={secs:.3f} cpu_seconds={cpu:.3f}", flush=True)
     for name, (q, sigma, steps, eps) in DELTA_CASES.items():
         if wanted and name not in wanted:
             continue
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         acc = pld_privacy_accountant.PLDAccountant()
         acc.compose(event(q, sigma, steps))
         delta = acc.get_delta(eps)
-        secs = time.perf_counter() - start
+        secs, cpu = time.perf_counter() - start, time.process_time() - cpu
         print(f"{name:8s} q={q:.6g} sigma={sigma:.6g} steps={steps} epsilon={eps:g} "
-              f"delta={delta:.10f} seconds={secs:.3f}", flush=True)
+              f"delta={delta:.10f} seconds={secs:.3f} cpu_seconds={cpu:.3f}", flush=True)
 
 
 if __name__ == "__main__":

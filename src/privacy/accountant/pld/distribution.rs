@@ -73,10 +73,39 @@ impl PrivacyLossDistribution {
         interval: f64,
     ) -> Result<Self, AccountingError> {
         let losses = directions(noise, sample_rate, relation)?;
-        let remove = connect_the_dots(&losses[0], interval)?;
+        let (lo, deltas) = hockey_stick_curve(&losses[0], interval)?;
+        let remove = DiscretePmf::from_connect_the_dots(interval, lo, &deltas);
         let add = match losses.get(1) {
-            Some(l) => Some(connect_the_dots(l, interval)?),
             None => None,
+            Some(add_loss) => {
+                let (add_lo, n) = grid(add_loss, interval)?;
+                let hi = lo + deltas.len() as i64 - 1;
+                if add_lo == -hi && n == deltas.len() {
+                    // Hockey-stick duality: H_γ(P‖Q) = 1 − γ + γ H_{1/γ}(Q‖P) (from
+                    // ∫(p − γq)₊ − ∫(γq − p)₊ = 1 − γ). The add pair is the remove pair with
+                    // the roles swapped (after x ↦ −x, using the symmetry of μ), so
+                    // δ_add(ε) = 1 − e^ε + e^ε δ_remove(−ε), and the add grid is the negated
+                    // remove grid: the curve needs no new noise-CDF evaluations.
+                    let add_deltas: Vec<f64> = (0..n)
+                        .map(|k| {
+                            let eps = (add_lo + k as i64) as f64 * interval;
+                            (-eps.exp_m1() + eps.exp() * deltas[n - 1 - k]).clamp(0.0, 1.0)
+                        })
+                        .collect();
+                    Some(DiscretePmf::from_connect_the_dots(
+                        interval,
+                        add_lo,
+                        &add_deltas,
+                    ))
+                } else {
+                    let (add_lo, add_deltas) = hockey_stick_curve(add_loss, interval)?;
+                    Some(DiscretePmf::from_connect_the_dots(
+                        interval,
+                        add_lo,
+                        &add_deltas,
+                    ))
+                }
+            }
         };
         Ok(Self { remove, add })
     }
@@ -217,16 +246,16 @@ fn grid(loss: &AdditiveNoiseLoss, interval: f64) -> Result<(i64, usize), Account
     Ok((lo as i64, span as usize))
 }
 
-/// Pessimistic connect-the-dots discretisation of one direction.
-fn connect_the_dots(
+/// The exact δ(ε) of one direction at every point of its grid: (first index, values).
+fn hockey_stick_curve(
     loss: &AdditiveNoiseLoss,
     interval: f64,
-) -> Result<DiscretePmf, AccountingError> {
+) -> Result<(i64, Vec<f64>), AccountingError> {
     let (lo, n) = grid(loss, interval)?;
     let deltas: Vec<f64> = (0..n)
         .map(|k| loss.delta_for_epsilon((lo + k as i64) as f64 * interval))
         .collect();
-    Ok(DiscretePmf::from_connect_the_dots(interval, lo, &deltas))
+    Ok((lo, deltas))
 }
 
 #[cfg(test)]
@@ -271,6 +300,39 @@ mod tests {
         // Replace-one is at least as costly as either add/remove direction.
         for &eps in &[0.1, 0.5, 1.0] {
             assert!(replace.delta_for_epsilon(eps) >= pld.delta_for_epsilon(eps));
+        }
+    }
+
+    #[test]
+    fn add_direction_by_duality_matches_direct_evaluation() {
+        // The add PMF built from the remove curve by hockey-stick duality must equal the one
+        // built from the add pair's own δ(ε) (layer 1, evaluated point by point).
+        for (noise, q) in [
+            (
+                Noise::Gaussian {
+                    noise_multiplier: 0.9,
+                },
+                0.05,
+            ),
+            (
+                Noise::Gaussian {
+                    noise_multiplier: 2.0,
+                },
+                0.3,
+            ),
+            (Noise::Laplace { scale: 1.5 }, 0.2),
+        ] {
+            let pld =
+                PrivacyLossDistribution::from_additive_noise(noise, q, ADD_REMOVE, 1e-3).unwrap();
+            let add_loss = AdditiveNoiseLoss::new(noise, q, Adjacency::Add).unwrap();
+            let (lo, deltas) = hockey_stick_curve(&add_loss, 1e-3).unwrap();
+            let direct = DiscretePmf::from_connect_the_dots(1e-3, lo, &deltas);
+            let dual = pld.pmf_add();
+            assert!((dual.infinity_mass() - direct.infinity_mass()).abs() < 1e-15);
+            for eps in [-1.0, -0.1, 0.0, 0.01, 0.2] {
+                let (x, y) = (dual.delta_for_epsilon(eps), direct.delta_for_epsilon(eps));
+                assert!((x - y).abs() < 1e-12, "{noise:?} q={q} ε={eps}: {x} vs {y}");
+            }
         }
     }
 

@@ -321,14 +321,15 @@ fn self_compose_packed(
     }
     let fft = FftPlanner::<f64>::new().plan_fft_forward(len);
     fft.process(&mut buf);
+    let min_norm_sqr = (2.0 * LOG_NEGLIGIBLE_COEFFICIENT / t).exp();
     for k in 0..=len / 2 {
         let j = (len - k) % len;
         let xk = buf[k];
         let xj = buf[j].conj();
         let a = (xk + xj) * 0.5;
-        let ya = power(a, t);
+        let ya = power(a, t, min_norm_sqr);
         let yb = if pmfs.len() > 1 {
-            power((xk - xj) * Complex64::new(0.0, -0.5), t)
+            power((xk - xj) * Complex64::new(0.0, -0.5), t, min_norm_sqr)
         } else {
             Complex64::new(0.0, 0.0)
         };
@@ -344,10 +345,14 @@ fn self_compose_packed(
         .zip(&windows)
         .enumerate()
         .map(|(which, (pmf, w))| {
+            // the window starts at lo mod L and may wrap around the end of the buffer
             let start = w.lo.rem_euclid(len as i128) as usize;
-            let probs: Vec<f64> = (0..w.out_len)
-                .map(|j| {
-                    let z = buf[(start + j) % len];
+            let first = (len - start).min(w.out_len);
+            let wrapped = &buf[..w.out_len - first];
+            let probs: Vec<f64> = buf[start..start + first]
+                .iter()
+                .chain(wrapped)
+                .map(|z| {
                     // undo the conjugation of the inverse-by-forward trick
                     let v = if which == 0 { z.re } else { -z.im };
                     (v * scale).max(0.0)
@@ -380,10 +385,11 @@ fn to_i64(x: i128) -> Result<i64, AccountingError> {
         .map_err(|_| AccountingError::Numerical(format!("privacy-loss grid index {x} overflows")))
 }
 
-/// z^t through the polar form, with coefficients below e^{−46} set to zero.
-fn power(z: Complex64, t: f64) -> Complex64 {
+/// z^t through the polar form, with coefficients below e^{−46} set to zero. `min_norm_sqr`
+/// = e^{2·(−46)/t} lets most coefficients be skipped before any logarithm.
+fn power(z: Complex64, t: f64, min_norm_sqr: f64) -> Complex64 {
     let r2 = z.norm_sqr();
-    if r2 == 0.0 {
+    if r2 <= min_norm_sqr || r2 == 0.0 {
         return Complex64::new(0.0, 0.0);
     }
     let log_mag = 0.5 * t * r2.ln();
