@@ -51,6 +51,20 @@ DELTA_CASES = {
 }
 
 
+# Cases beyond the reference table, pinned in tests/pld_reference.rs (dp_accounting is the source).
+def _extra_cases():
+    sampled = dp_accounting.PoissonSampledDpEvent
+    composed = dp_accounting.SelfComposedDpEvent
+    replace = dp_accounting.NeighboringRelation.REPLACE_ONE
+    add_remove = dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
+    return {
+        "laplace_sampled": (add_remove, composed(sampled(0.1, dp_accounting.LaplaceDpEvent(1.0)), 50), 1e-6),
+        "laplace_full": (add_remove, composed(dp_accounting.LaplaceDpEvent(2.0), 10), 1e-6),
+        "tiny_q": (add_remove, composed(sampled(1e-5, dp_accounting.GaussianDpEvent(0.5)), 1000), 1e-9),
+        "replace_one": (replace, composed(sampled(0.05, dp_accounting.GaussianDpEvent(1.0)), 100), 1e-5),
+    }
+
+
 def event(q, sigma, steps):
     inner = dp_accounting.GaussianDpEvent(sigma)
     if q < 1.0:
@@ -80,6 +94,16 @@ def main():
         secs, cpu = time.perf_counter() - start, time.process_time() - cpu
         print(f"{name:8s} q={q:.6g} sigma={sigma:.6g} steps={steps} epsilon={eps:g} "
               f"delta={delta:.10f} seconds={secs:.3f} cpu_seconds={cpu:.3f}", flush=True)
+    for name, (relation, ev, delta) in _extra_cases().items():
+        if wanted and name not in wanted:
+            continue
+        start, cpu = time.perf_counter(), time.process_time()
+        acc = pld_privacy_accountant.PLDAccountant(neighboring_relation=relation)
+        acc.compose(ev)
+        eps = acc.get_epsilon(delta)
+        secs, cpu = time.perf_counter() - start, time.process_time() - cpu
+        print(f"{name:8s} delta={delta:g} epsilon={eps:.10f} seconds={secs:.3f} "
+              f"cpu_seconds={cpu:.3f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -134,6 +134,60 @@ fn row19_poisson_gaussian_delta_0_15594() {
     assert!((delta - 0.15594).abs() < 1e-3, "row 19: {delta}");
 }
 
+fn epsilon_of(relation: NeighbouringRelation, event: &DpEvent, delta: f64) -> f64 {
+    let mut acc = PldAccountant::new(relation, DEFAULT_VALUE_DISCRETIZATION_INTERVAL);
+    acc.compose(event, 1).unwrap();
+    acc.epsilon(delta).unwrap().epsilon
+}
+
+#[test]
+fn laplace_matches_dp_accounting() {
+    // dp_accounting 0.6.0 PLDAccountant (scripts/compare_pld.py laplace_sampled laplace_full):
+    // 50 × Poisson(0.1)-sampled Laplace(1), δ 1e-6 → 3.2019041335;
+    // 10 × Laplace(2), δ 1e-6 → 4.9989780937.
+    let sampled = DpEvent::poisson_sampled(0.1, DpEvent::laplace(1.0)).self_composed(50);
+    let full = DpEvent::laplace(2.0).self_composed(10);
+    let ar = NeighbouringRelation::AddOrRemoveOne;
+    assert_rel(
+        epsilon_of(ar, &sampled, 1e-6),
+        3.2019041335,
+        1e-3,
+        "sampled Laplace",
+    );
+    assert_rel(
+        epsilon_of(ar, &full, 1e-6),
+        4.9989780937,
+        1e-3,
+        "full-batch Laplace",
+    );
+}
+
+#[test]
+fn tiny_sample_rate_matches_dp_accounting() {
+    // dp_accounting 0.6.0 (scripts/compare_pld.py tiny_q): 1000 × Poisson(1e-5)-sampled
+    // Gaussian(0.5), δ 1e-9 → 0.9100069793.
+    let event = DpEvent::poisson_sampled(1e-5, DpEvent::gaussian(0.5)).self_composed(1000);
+    assert_rel(
+        epsilon_of(NeighbouringRelation::AddOrRemoveOne, &event, 1e-9),
+        0.9100069793,
+        1e-3,
+        "tiny q",
+    );
+}
+
+#[test]
+fn replace_one_matches_dp_accounting() {
+    // dp_accounting 0.6.0 with REPLACE_ONE (scripts/compare_pld.py replace_one): 100 ×
+    // Poisson(0.05)-sampled Gaussian(1.0), δ 1e-5 → 4.8894908445.
+    let event = DpEvent::poisson_sampled(0.05, DpEvent::gaussian(1.0)).self_composed(100);
+    assert_rel(
+        epsilon_of(NeighbouringRelation::ReplaceOne, &event, 1e-5),
+        4.8894908445,
+        1e-3,
+        "replace-one",
+    );
+}
+
 #[test]
 #[ignore = "prints the dpx side of scripts/compare_pld.py; run with --release --ignored"]
 fn print_cases() {

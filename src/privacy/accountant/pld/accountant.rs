@@ -164,8 +164,17 @@ impl PldAccountant {
         self.check_interval()?;
         let mut plan = Plan::default();
         self.walk(event, count, &mut plan)?;
-        for (m, _) in &plan.mechanisms {
-            let (noise, q) = noise_of(*m);
+        // Refuse in the dry run what the factories could not allocate (the grid `build` uses).
+        for &(m, k) in &plan.mechanisms {
+            let (noise, q) = match noise_of(m) {
+                (Noise::Gaussian { noise_multiplier }, 1.0) => (
+                    Noise::Gaussian {
+                        noise_multiplier: noise_multiplier / (k as f64).sqrt(),
+                    },
+                    1.0,
+                ),
+                other => other,
+            };
             PrivacyLossDistribution::grid_points(noise, q, self.relation, self.interval)?;
         }
         Ok(plan)
@@ -516,6 +525,17 @@ mod tests {
                 ..
             })
         ));
+    }
+
+    #[test]
+    fn grids_too_fine_are_refused_by_the_dry_run() {
+        // 10^8 full-batch Gaussian steps at σ = 1 are one Gaussian with σ = 1e-4: its losses
+        // reach ~5e7, far beyond 2^25 grid points of 1e-4.
+        let mut a = acc();
+        let err = a.check(&DpEvent::gaussian(1.0).self_composed(100_000_000));
+        assert!(matches!(err, Err(AccountingError::Numerical(_))), "{err:?}");
+        assert!(a.compose(&DpEvent::gaussian(1.0), 100_000_000).is_err());
+        assert_eq!(a.epsilon(1e-5).unwrap().epsilon, 0.0);
     }
 
     #[test]

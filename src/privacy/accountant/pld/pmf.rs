@@ -525,11 +525,16 @@ fn self_convolution_bounds(probs: &[f64], count: u64, tail_mass_truncation: f64)
     // λ gives a valid bound, so an inexact minimum only widens the window.
     let upper_bound = |lambda: f64| (t * log_mgf(probs, lambda) + log_2_over_tau) / lambda;
     let lower_bound = |lambda: f64| (t * log_mgf(probs, -lambda) + log_2_over_tau) / lambda;
-    let a = golden_min(|u| upper_bound(lambda_star * u.exp()), -4.0, 3.0);
+    // Search λ from well below the Gaussian optimum (heavy, thin tails such as a subsampled
+    // mechanism at tiny q want λ ~ 1/n, as in dp_accounting's orders k/n) to well above it.
+    let n_f = n as f64;
+    let log_lo = (lambda_star * (-4.0f64).exp()).min(0.5 / n_f).ln();
+    let log_hi = (lambda_star * 3.0f64.exp()).max(20.0 / n_f).ln();
+    let a = golden_min(|u| upper_bound(u.exp()), log_lo, log_hi);
     if a.is_finite() {
         hi = hi.min(a.ceil() as i128 + 1);
     }
-    let b = golden_min(|u| lower_bound(lambda_star * u.exp()), -4.0, 3.0);
+    let b = golden_min(|u| lower_bound(u.exp()), log_lo, log_hi);
     if b.is_finite() {
         lo = lo.max((-b).floor() as i128 - 1);
     }
@@ -540,7 +545,7 @@ fn self_convolution_bounds(probs: &[f64], count: u64, tail_mass_truncation: f64)
     (lo, hi)
 }
 
-/// The smallest value of `f` found by golden-section search on [lo, hi] (16 steps, plus both
+/// The smallest value of `f` found by golden-section search on [lo, hi] (28 steps, plus both
 /// ends), ignoring non-finite values.
 fn golden_min(f: impl Fn(f64) -> f64, lo: f64, hi: f64) -> f64 {
     let ratio = (5f64.sqrt() - 1.0) / 2.0;
@@ -550,7 +555,7 @@ fn golden_min(f: impl Fn(f64) -> f64, lo: f64, hi: f64) -> f64 {
     let mut c = b - ratio * (b - a);
     let mut d = a + ratio * (b - a);
     let (mut fc, mut fd) = (finite(f(c)), finite(f(d)));
-    for _ in 0..16 {
+    for _ in 0..28 {
         best = best.min(fc).min(fd);
         if fc <= fd {
             b = d;
