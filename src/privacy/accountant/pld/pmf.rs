@@ -234,26 +234,37 @@ impl DiscretePmf {
         if self.infinity_mass > delta {
             return f64::INFINITY;
         }
+        let Some(top) = self.probs.len().checked_sub(1) else {
+            return 0.0;
+        };
+        // M_low = Σ p e^{−ℓ} is kept as `scaled`·e^{−reference} so that it neither underflows
+        // for losses beyond ~745 nor overflows; `reference` follows the walk down in steps of
+        // at most 600.
+        let loss_at = |i: usize| (self.lower + i as i64) as f64 * self.interval;
+        let mut reference = loss_at(top);
+        let mut scaled = 0.0f64;
         let mut mass_upper = self.infinity_mass;
-        let mut mass_lower = 0.0f64;
         for (i, &p) in self.probs.iter().enumerate().rev() {
-            let loss = (self.lower + i as i64) as f64 * self.interval;
+            let loss = loss_at(i);
+            // On the gap just above `loss`, δ(ε) = M_up − e^ε M_low; its root is the answer
+            // when it lies in the gap.
             if mass_upper > delta
-                && mass_lower > 0.0
-                && ((mass_upper - delta) / mass_lower).ln() >= loss
+                && scaled > 0.0
+                && ((mass_upper - delta) / scaled).ln() + reference >= loss
             {
                 break;
             }
-            mass_upper += p;
-            mass_lower += (-loss).exp() * p;
-            if mass_upper >= delta && mass_lower == 0.0 {
-                return loss.max(0.0);
+            if reference - loss > 600.0 {
+                scaled *= (loss - reference).exp();
+                reference = loss;
             }
+            mass_upper += p;
+            scaled += (reference - loss).exp() * p;
         }
-        if mass_upper <= mass_lower + delta {
+        if mass_upper <= delta || scaled == 0.0 {
             return 0.0;
         }
-        ((mass_upper - delta) / mass_lower).ln().max(0.0)
+        (((mass_upper - delta) / scaled).ln() + reference).max(0.0)
     }
 }
 
@@ -697,6 +708,20 @@ mod tests {
             assert!((p.delta_for_epsilon(e) - d).abs() < 1e-12, "{d}: {e}");
         }
         assert_eq!(p.epsilon_for_delta(0.2), 0.0);
+    }
+
+    #[test]
+    fn epsilon_for_delta_survives_losses_beyond_exp_underflow() {
+        // Masses ½ at losses 800 and 900 (e^{−800} underflows): for ε ∈ [800, 900),
+        // δ(ε) = ½(1 − e^{ε − 900}), so ε(1e−6) = 900 + ln(1 − 2e−6) (by hand).
+        let p = DiscretePmf::from_parts(100.0, 8, vec![0.5, 0.5], 0.0);
+        let eps = p.epsilon_for_delta(1e-6);
+        let want = 900.0 + (-2e-6f64).ln_1p();
+        assert!((eps - want).abs() < 1e-9, "{eps} vs {want}");
+        assert!((p.delta_for_epsilon(eps) - 1e-6).abs() < 1e-12);
+        // and below the lower mass: δ(ε) = 1 − ½e^{ε−800} − ½e^{ε−900} = 0.6 at ε ≈ 799.0837
+        let eps = p.epsilon_for_delta(0.6);
+        assert!((p.delta_for_epsilon(eps) - 0.6).abs() < 1e-12, "{eps}");
     }
 
     #[test]
