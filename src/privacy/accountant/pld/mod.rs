@@ -18,6 +18,24 @@
 //! directions of subsampled mechanisms).
 //!
 //! Must not: touch other accountants, calibration or the CLI.
+//!
+//! ```
+//! use dpx::privacy::accountant::Accountant;
+//! use dpx::privacy::accountant::pld::{PldAccountant, DEFAULT_VALUE_DISCRETIZATION_INTERVAL};
+//! use dpx::privacy::event::{DpEvent, NeighbouringRelation};
+//!
+//! // Three Gaussian releases with σ = √3 are 1-GDP: exact δ(1) = 0.1269367
+//! // (dp_libraries.md §3 row 18); the PLD gives an upper bound within 1e-6 of it.
+//! let mut acc = PldAccountant::new(
+//!     NeighbouringRelation::AddOrRemoveOne,
+//!     DEFAULT_VALUE_DISCRETIZATION_INTERVAL,
+//! );
+//! acc.compose(&DpEvent::gaussian(3f64.sqrt()), 3).unwrap();
+//! let delta = acc.delta(1.0).unwrap();
+//! assert!(delta >= 0.1269367375 && delta < 0.1269377);
+//! let report = acc.epsilon(delta).unwrap();
+//! assert!((report.epsilon - 1.0).abs() < 1e-3);
+//! ```
 
 pub mod accountant;
 pub mod distribution;
