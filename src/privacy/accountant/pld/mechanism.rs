@@ -236,10 +236,10 @@ impl AdditiveNoiseLoss {
                 self.inverse_loss_unsampled_remove(l0)
             }
             Adjacency::Add => {
-                // ℓ_add(x) ≥ ε ⇔ ℓ_remove(−x) ≤ −ε; by monotonicity x_ε = −x'_{−ε} where x' is
-                // the remove inverse taken from the other side. For the shapes here (continuous,
-                // strictly monotone on the relevant range) this is 1 + inverse of ℓ₀ at
-                // −ln(1 + (e^{−ε} − 1)/q).
+                // ℓ_add(x) = −ln(1 − q + q e^{−ℓ₀ᵃ(x)}) with ℓ₀ᵃ(x) = ln(μ(x)/μ(x − 1)) =
+                // ℓ₀(x − 1); solving ℓ_add(x) = ε gives ℓ₀(x − 1) = −ln(1 + (e^{−ε} − 1)/q), so
+                // x_ε = 1 + ℓ₀⁻¹(−ln(1 + (e^{−ε} − 1)/q)) (dp_accounting
+                // `_inverse_privacy_loss_add`).
                 let l0 = if q == 1.0 {
                     -epsilon
                 } else {

@@ -176,7 +176,9 @@ impl DiscretePmf {
     /// The window [lo, hi] of the T-fold sum outside which each tail has mass ≤ τ/2 comes from
     /// the Chernoff bound P[S ≥ a] ≤ exp(T K(λ) − λa), K the log-MGF of one step, minimised
     /// over λ (dp_accounting `compute_self_convolve_bounds`, supplementary note eq. (5); here
-    /// λ is searched around the Gaussian optimum √(2 ln(2/τ))/sd_T, so the window is tighter).
+    /// λ is searched continuously from ~1/n to well above the Gaussian optimum
+    /// √(2 ln(2/τ))/sd_T rather than over dp_accounting's fixed orders k/n, |k| ≤ 20, so the
+    /// window is tighter).
     /// The T-th power of the DFT of length L ≥ hi − lo + 1 is inverted and read from offset lo:
     /// the mass outside the window (≤ τ) aliases into it, which can only add mass, and τ is
     /// added to +∞ (so δ is still an upper bound). Infinity mass: τ + 1 − (1 − m_∞)^T.
