@@ -438,6 +438,14 @@ mod tests {
     }
 
     #[test]
+    fn accountant_is_send_and_sync() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<PldAccountant>();
+        let boxed: Box<dyn Accountant> = Box::new(acc());
+        assert_eq!(boxed.kind(), AccountantKind::Pld);
+    }
+
+    #[test]
     fn contract_no_events_is_zero_epsilon() {
         let a = acc();
         assert_eq!(a.kind(), AccountantKind::Pld);
