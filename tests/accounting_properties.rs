@@ -154,3 +154,19 @@ fn long_schedules_do_not_depend_on_thread_count() {
     );
     assert!((eps_direct - one.epsilon).abs() <= 1e-12 * one.epsilon);
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// PLD (pessimistic discretisation, an upper bound on the exact privacy curve) is never looser
+    /// than RDP, whose conversion to (ε, δ) loses tightness (issue property "PLD ε ≤ RDP ε").
+    /// A tiny slack covers the PLD grid (1e-4 in the privacy loss).
+    #[test]
+    fn pld_epsilon_is_at_most_rdp_epsilon(q in 0.001f64..0.1, sigma in 0.7f64..4.0,
+                                          steps in 1u64..3000, delta_exp in 3i32..9) {
+        let delta = 10f64.powi(-delta_exp);
+        let pld = eps(AccountantKind::Pld, q, sigma, steps, delta);
+        let rdp = eps(AccountantKind::Rdp, q, sigma, steps, delta);
+        prop_assert!(pld <= rdp + 1e-3, "q={q} sigma={sigma} T={steps} delta={delta}: pld {pld} > rdp {rdp}");
+    }
+}

@@ -335,9 +335,15 @@ fn unwritable_output_directory_is_bad_input() {
 fn account_config_prints_the_epsilon_a_run_records_per_epoch() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = tiny_config(dir.path(), PRIVATE);
-    let text = std::fs::read_to_string(&cfg).unwrap().replace("eval_every_steps = 20", "eval_every_epochs = 1");
+    let text = std::fs::read_to_string(&cfg)
+        .unwrap()
+        .replace("eval_every_steps = 20", "eval_every_epochs = 1");
     std::fs::write(&cfg, text).unwrap();
-    let out = dpx().args(["account", "--json", "--config"]).arg(&cfg).assert().success();
+    let out = dpx()
+        .args(["account", "--json", "--config"])
+        .arg(&cfg)
+        .assert()
+        .success();
     let plan: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
     assert_eq!(plan["accountant"], "rdp");
     let epochs = plan["epochs"].as_array().unwrap();
@@ -348,13 +354,25 @@ fn account_config_prints_the_epsilon_a_run_records_per_epoch() {
     let mut r = csv::Reader::from_path(run_dir.join("metrics.csv")).unwrap();
     let headers = r.headers().unwrap().clone();
     let col = |name: &str| headers.iter().position(|h| h == name).unwrap();
-    let rows: Vec<csv::StringRecord> = r.records().map(Result::unwrap).filter(|row| &row[0] == "0").collect();
+    let rows: Vec<csv::StringRecord> = r
+        .records()
+        .map(Result::unwrap)
+        .filter(|row| &row[0] == "0")
+        .collect();
     // Rows: step 0, then one per epoch end.
     assert_eq!(rows.len(), epochs.len() + 1);
     for (row, e) in rows[1..].iter().zip(epochs) {
-        assert_eq!(row[col("step")].parse::<u64>().unwrap(), e["step"].as_u64().unwrap());
+        assert_eq!(
+            row[col("step")].parse::<u64>().unwrap(),
+            e["step"].as_u64().unwrap()
+        );
         let recorded: f64 = row[col("epsilon")].parse().unwrap();
-        assert_eq!(recorded, e["epsilon"].as_f64().unwrap(), "epoch {}", e["epoch"]);
+        assert_eq!(
+            recorded,
+            e["epsilon"].as_f64().unwrap(),
+            "epoch {}",
+            e["epoch"]
+        );
     }
     let sigma_run: f64 = rows[1][col("noise_multiplier")].parse().unwrap();
     assert_eq!(sigma_run, plan["noise_multiplier"].as_f64().unwrap());

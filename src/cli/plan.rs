@@ -55,7 +55,11 @@ pub fn run(config: &Path, data_dir: Option<&Path>, json: bool) -> anyhow::Result
     let privacy = plan.privacy.as_ref();
     let mut epochs = Vec::new();
     for (k, step) in plan.epoch_ends().into_iter().enumerate() {
-        epochs.push(EpochRow { epoch: k as u64 + 1, step, epsilon: epsilon_at(plan, step)? });
+        epochs.push(EpochRow {
+            epoch: k as u64 + 1,
+            step,
+            epsilon: epsilon_at(plan, step)?,
+        });
     }
     let no_warnings = Vec::new();
     let report = PlanReport {
@@ -73,7 +77,9 @@ pub fn run(config: &Path, data_dir: Option<&Path>, json: bool) -> anyhow::Result
         steps: plan.steps,
         planned_steps: plan.planned_steps,
         epsilon_guaranteed: privacy.is_some_and(|p| p.epsilon_guaranteed),
-        warnings: privacy.map(|p| p.warnings.as_slice()).unwrap_or(&no_warnings),
+        warnings: privacy
+            .map(|p| p.warnings.as_slice())
+            .unwrap_or(&no_warnings),
         epochs,
     };
     if json {
@@ -88,7 +94,10 @@ pub fn run(config: &Path, data_dir: Option<&Path>, json: bool) -> anyhow::Result
         report.sample_rate,
         report.steps,
         if report.steps < report.planned_steps {
-            format!(" (stops when the budget is spent; {} planned)", report.planned_steps)
+            format!(
+                " (stops when the budget is spent; {} planned)",
+                report.planned_steps
+            )
         } else {
             String::new()
         }
@@ -106,7 +115,12 @@ pub fn run(config: &Path, data_dir: Option<&Path>, json: bool) -> anyhow::Result
             );
             println!("{:>6} {:>8} {:>10}", "epoch", "step", "epsilon");
             for e in &report.epochs {
-                println!("{:>6} {:>8} {:>10.4}", e.epoch, e.step, e.epsilon.unwrap_or(f64::INFINITY));
+                println!(
+                    "{:>6} {:>8} {:>10.4}",
+                    e.epoch,
+                    e.step,
+                    e.epsilon.unwrap_or(f64::INFINITY)
+                );
             }
             if !p.epsilon_guaranteed {
                 println!("epsilon is NOT guaranteed:");

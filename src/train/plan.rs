@@ -7,7 +7,8 @@
 //! plan; a test checks that a real run's ledger equals [`TrainingPlan::planned_ledger`].
 
 use crate::config::spec::{
-    Budget, ClipSpec, Every, ExperimentSpec, LrSchedule as SpecLr, NoiseSchedule, OptimizerSpec, Sampler,
+    Budget, ClipSpec, Every, ExperimentSpec, LrSchedule as SpecLr, NoiseSchedule, OptimizerSpec,
+    Sampler,
 };
 use crate::optim::Optimizer;
 use crate::optim::lr::LrSchedule;

@@ -17,6 +17,7 @@ use crate::privacy::event::{DpEvent, NeighbouringRelation};
 
 pub mod adp_paper;
 pub mod gdp;
+pub mod pld;
 pub mod pure;
 pub mod rdp;
 pub mod zcdp;
@@ -95,11 +96,7 @@ pub fn new_accountant(
                     expected: "a positive number",
                 });
             }
-            // wired at merge: pld::PldAccountant::new(options.relation, interval)
-            return Err(AccountingError::Unsupported {
-                accountant: AccountantKind::Pld,
-                event: "any event: the PLD accountant is not built into this binary yet".into(),
-            });
+            Box::new(pld::PldAccountant::new(options.relation, interval))
         }
         AccountantKind::Zcdp => Box::new(zcdp::ZcdpAccountant::new(
             options.relation,

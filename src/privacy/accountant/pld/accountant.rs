@@ -1,0 +1,716 @@
+//! PLD room, layer 4: the thin [`Accountant`] adapter over privacy-loss distributions.
+//!
+//! Owns [`PldAccountant`]: walks a [`DpEvent`] tree (exhaustively), turns it into a multiset of
+//! mechanisms with counts, and composes their PLDs into its state. Composition is commutative,
+//! so equal mechanisms anywhere in the tree (`SelfComposed` nodes, repeated entries of
+//! `Composed`) are grouped and self-composed once by FFT power; T full-batch Gaussian steps
+//! become one Gaussian with σ/√T before discretisation (exact, as dp_accounting does).
+//!
+//! Must not: hold maths (layers 1–3 do), or mutate on a failed check.
+
+use std::collections::HashMap;
+
+use super::distribution::{PrivacyLossDistribution, TAIL_MASS_TRUNCATION};
+use super::mechanism::Noise;
+use crate::privacy::accountant::{Accountant, AccountantKind, AccountingError, PrivacyReport};
+use crate::privacy::event::{DpEvent, NeighbouringRelation};
+
+/// The default grid step of the privacy-loss values (dp_accounting's default).
+pub const DEFAULT_VALUE_DISCRETIZATION_INTERVAL: f64 = 1e-4;
+
+/// A privacy accountant with privacy-loss distributions (Koskela, Jälkö, Honkela 2020; Google's
+/// dp_accounting `PLDAccountant`): pessimistic connect-the-dots discretisation (Doroshenko et
+/// al. 2022) of each mechanism, FFT composition, exact ε(δ) and δ(ε) of the discrete result.
+/// Every reported ε and δ is an upper bound on the true one (up to floating-point rounding).
+///
+/// Supports Gaussian and Laplace releases, their Poisson-subsampled forms (nested Poisson
+/// sampling multiplies the rates), `NoOp` and `NonPrivate`. Refuses sampling without
+/// replacement, and Poisson-subsampled Laplace under replace-one.
+///
+/// Neighbouring relation: under add/remove-one, a subsampled mechanism is analysed in both
+/// directions and the larger δ is reported. Under replace-one, noise is relative to the
+/// add/remove sensitivity and a replacement moves the query by it in both directions (distance
+/// 2), as in dp_accounting's `REPLACE_ONE`.
+#[derive(Debug, Clone)]
+pub struct PldAccountant {
+    relation: NeighbouringRelation,
+    interval: f64,
+    pld: PrivacyLossDistribution,
+    non_private: bool,
+}
+
+/// One mechanism of the multiset an event tree flattens to.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Mechanism {
+    Gaussian {
+        noise_multiplier: f64,
+        sample_rate: f64,
+    },
+    Laplace {
+        scale: f64,
+        sample_rate: f64,
+    },
+}
+
+impl Mechanism {
+    fn key(&self) -> (u8, u64, u64) {
+        match *self {
+            Mechanism::Gaussian {
+                noise_multiplier,
+                sample_rate,
+            } => (0, noise_multiplier.to_bits(), sample_rate.to_bits()),
+            Mechanism::Laplace { scale, sample_rate } => {
+                (1, scale.to_bits(), sample_rate.to_bits())
+            }
+        }
+    }
+}
+
+/// What an event tree amounts to: distinct mechanisms with total counts, in first-seen order.
+#[derive(Debug, Default)]
+struct Plan {
+    mechanisms: Vec<(Mechanism, u64)>,
+    index: HashMap<(u8, u64, u64), usize>,
+    non_private: bool,
+}
+
+impl Plan {
+    fn add(&mut self, m: Mechanism, count: u64) -> Result<(), AccountingError> {
+        if count == 0 {
+            return Ok(());
+        }
+        match self.index.get(&m.key()) {
+            Some(&i) => {
+                let total = &mut self.mechanisms[i].1;
+                *total = total.checked_add(count).ok_or_else(count_overflow)?;
+            }
+            None => {
+                self.index.insert(m.key(), self.mechanisms.len());
+                self.mechanisms.push((m, count));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn count_overflow() -> AccountingError {
+    AccountingError::Numerical("the total number of composed events overflows u64".to_string())
+}
+
+fn unsupported(event: &DpEvent, why: &str) -> AccountingError {
+    AccountingError::Unsupported {
+        accountant: AccountantKind::Pld,
+        event: format!("{event:?} ({why})"),
+    }
+}
+
+fn check_noise(name: &'static str, value: f64) -> Result<(), AccountingError> {
+    if value.is_finite() && value >= 0.0 {
+        Ok(())
+    } else {
+        Err(AccountingError::InvalidParameter {
+            name,
+            value,
+            expected: "a finite value ≥ 0",
+        })
+    }
+}
+
+impl PldAccountant {
+    /// An accountant for `relation` with privacy losses discretised on a grid of step
+    /// `value_discretization_interval` (callers use [`DEFAULT_VALUE_DISCRETIZATION_INTERVAL`],
+    /// 1e-4). A step that is not finite and positive is reported by every `check`/`compose`.
+    pub fn new(
+        relation: NeighbouringRelation,
+        value_discretization_interval: f64,
+    ) -> PldAccountant {
+        PldAccountant {
+            relation,
+            interval: value_discretization_interval,
+            pld: PrivacyLossDistribution::identity(value_discretization_interval),
+            non_private: false,
+        }
+    }
+
+    /// The neighbouring relation fixed at construction.
+    pub fn relation(&self) -> NeighbouringRelation {
+        self.relation
+    }
+
+    /// The grid step of the privacy-loss values.
+    pub fn value_discretization_interval(&self) -> f64 {
+        self.interval
+    }
+
+    /// The composed privacy-loss distribution so far.
+    pub fn distribution(&self) -> &PrivacyLossDistribution {
+        &self.pld
+    }
+
+    fn check_interval(&self) -> Result<(), AccountingError> {
+        if self.interval.is_finite() && self.interval > 0.0 && self.interval <= 1.0 {
+            Ok(())
+        } else {
+            Err(AccountingError::InvalidParameter {
+                name: "value_discretization_interval",
+                value: self.interval,
+                expected: "a value in (0, 1]",
+            })
+        }
+    }
+
+    /// Flatten `event` run `count` times into a plan, checking every sub-event.
+    fn plan(&self, event: &DpEvent, count: u64) -> Result<Plan, AccountingError> {
+        self.check_interval()?;
+        let mut plan = Plan::default();
+        self.walk(event, count, &mut plan)?;
+        // Refuse in the dry run what the factories could not allocate (the grid `build` uses).
+        for &(m, k) in &plan.mechanisms {
+            let (noise, q) = match noise_of(m) {
+                (Noise::Gaussian { noise_multiplier }, 1.0) => (
+                    Noise::Gaussian {
+                        noise_multiplier: noise_multiplier / (k as f64).sqrt(),
+                    },
+                    1.0,
+                ),
+                other => other,
+            };
+            PrivacyLossDistribution::grid_points(noise, q, self.relation, self.interval)?;
+        }
+        Ok(plan)
+    }
+
+    fn walk(&self, event: &DpEvent, count: u64, plan: &mut Plan) -> Result<(), AccountingError> {
+        match event {
+            DpEvent::NoOp => Ok(()),
+            DpEvent::NonPrivate => {
+                plan.non_private |= count > 0;
+                Ok(())
+            }
+            DpEvent::Gaussian { .. } | DpEvent::Laplace { .. } => {
+                self.sampled(event, 1.0, count, plan)
+            }
+            DpEvent::PoissonSampled {
+                sample_rate,
+                event: inner,
+            } => {
+                check_rate(*sample_rate)?;
+                self.sampled(inner, *sample_rate, count, plan)
+            }
+            DpEvent::SampledWithoutReplacement { .. } => Err(unsupported(
+                event,
+                "sampling without replacement has no PLD analysis here; use Poisson sampling",
+            )),
+            DpEvent::SelfComposed {
+                event: inner,
+                count: c,
+            } => {
+                let total = count.checked_mul(*c).ok_or_else(count_overflow)?;
+                self.walk(inner, total, plan)
+            }
+            DpEvent::Composed(events) => {
+                for e in events {
+                    self.walk(e, count, plan)?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// `event` under Poisson sampling at total rate `rate` (1 = full batch).
+    fn sampled(
+        &self,
+        event: &DpEvent,
+        rate: f64,
+        count: u64,
+        plan: &mut Plan,
+    ) -> Result<(), AccountingError> {
+        match event {
+            DpEvent::NoOp => Ok(()),
+            // A non-private release on a subsample: ε = ∞ is still an upper bound.
+            DpEvent::NonPrivate => {
+                plan.non_private |= rate > 0.0 && count > 0;
+                Ok(())
+            }
+            DpEvent::Gaussian { noise_multiplier } => {
+                check_noise("noise_multiplier", *noise_multiplier)?;
+                if rate == 0.0 {
+                    Ok(())
+                } else if *noise_multiplier == 0.0 {
+                    plan.non_private |= count > 0;
+                    Ok(())
+                } else {
+                    plan.add(
+                        Mechanism::Gaussian {
+                            noise_multiplier: *noise_multiplier,
+                            sample_rate: rate,
+                        },
+                        count,
+                    )
+                }
+            }
+            DpEvent::Laplace { scale } => {
+                check_noise("scale", *scale)?;
+                if self.relation == NeighbouringRelation::ReplaceOne && rate < 1.0 && rate > 0.0 {
+                    return Err(unsupported(
+                        event,
+                        "Poisson-subsampled Laplace under replace-one",
+                    ));
+                }
+                if rate == 0.0 {
+                    Ok(())
+                } else if *scale == 0.0 {
+                    plan.non_private |= count > 0;
+                    Ok(())
+                } else {
+                    plan.add(
+                        Mechanism::Laplace {
+                            scale: *scale,
+                            sample_rate: rate,
+                        },
+                        count,
+                    )
+                }
+            }
+            // Independent Poisson thinnings compose: inclusion probability q₁q₂.
+            DpEvent::PoissonSampled {
+                sample_rate,
+                event: inner,
+            } => {
+                check_rate(*sample_rate)?;
+                self.sampled(inner, rate * sample_rate, count, plan)
+            }
+            DpEvent::SampledWithoutReplacement { .. }
+            | DpEvent::SelfComposed { .. }
+            | DpEvent::Composed(_) => Err(unsupported(
+                event,
+                "only a single Gaussian or Laplace release can be Poisson-subsampled",
+            )),
+        }
+    }
+
+    /// The PLD of mechanism `m` run `count` times.
+    fn build(&self, m: Mechanism, count: u64) -> Result<PrivacyLossDistribution, AccountingError> {
+        match m {
+            // T full-batch Gaussian releases = one Gaussian with σ/√T (exact).
+            Mechanism::Gaussian {
+                noise_multiplier,
+                sample_rate: 1.0,
+            } => PrivacyLossDistribution::from_gaussian(
+                noise_multiplier / (count as f64).sqrt(),
+                1.0,
+                self.relation,
+                self.interval,
+            ),
+            _ => {
+                let (noise, q) = noise_of(m);
+                let one = match noise {
+                    Noise::Gaussian { noise_multiplier } => PrivacyLossDistribution::from_gaussian(
+                        noise_multiplier,
+                        q,
+                        self.relation,
+                        self.interval,
+                    )?,
+                    Noise::Laplace { scale } => PrivacyLossDistribution::from_laplace(
+                        scale,
+                        q,
+                        self.relation,
+                        self.interval,
+                    )?,
+                };
+                one.self_compose(count, TAIL_MASS_TRUNCATION)
+            }
+        }
+    }
+
+    fn notes(&self) -> Vec<String> {
+        vec![format!(
+            "upper bound: pessimistic (connect-the-dots) discretisation of the privacy loss on a \
+             grid of {}, tails truncated pessimistically",
+            self.interval
+        )]
+    }
+}
+
+fn noise_of(m: Mechanism) -> (Noise, f64) {
+    match m {
+        Mechanism::Gaussian {
+            noise_multiplier,
+            sample_rate,
+        } => (Noise::Gaussian { noise_multiplier }, sample_rate),
+        Mechanism::Laplace { scale, sample_rate } => (Noise::Laplace { scale }, sample_rate),
+    }
+}
+
+fn check_rate(sample_rate: f64) -> Result<(), AccountingError> {
+    if (0.0..=1.0).contains(&sample_rate) {
+        Ok(())
+    } else {
+        Err(AccountingError::InvalidParameter {
+            name: "sample_rate",
+            value: sample_rate,
+            expected: "a value in [0, 1]",
+        })
+    }
+}
+
+impl Accountant for PldAccountant {
+    fn kind(&self) -> AccountantKind {
+        AccountantKind::Pld
+    }
+
+    fn check(&self, event: &DpEvent) -> Result<(), AccountingError> {
+        self.plan(event, 1).map(|_| ())
+    }
+
+    fn compose(&mut self, event: &DpEvent, count: u64) -> Result<(), AccountingError> {
+        let plan = self.plan(event, count)?;
+        if self.non_private || plan.non_private {
+            // ε = ∞ from now on; no distribution is needed.
+            self.non_private = true;
+            return Ok(());
+        }
+        let mut pld = self.pld.clone();
+        for (m, k) in plan.mechanisms {
+            let next = self.build(m, k)?;
+            pld = pld.compose(&next, TAIL_MASS_TRUNCATION)?;
+        }
+        self.pld = pld;
+        Ok(())
+    }
+
+    fn epsilon(&self, delta: f64) -> Result<PrivacyReport, AccountingError> {
+        if !(0.0..=1.0).contains(&delta) {
+            return Err(AccountingError::InvalidParameter {
+                name: "delta",
+                value: delta,
+                expected: "a value in [0, 1]",
+            });
+        }
+        let epsilon = if self.non_private {
+            f64::INFINITY
+        } else {
+            self.pld.epsilon_for_delta(delta)
+        };
+        Ok(PrivacyReport {
+            epsilon,
+            delta,
+            accountant: AccountantKind::Pld,
+            order: None,
+            notes: self.notes(),
+        })
+    }
+
+    fn delta(&self, epsilon: f64) -> Result<f64, AccountingError> {
+        if epsilon.is_nan() {
+            return Err(AccountingError::InvalidParameter {
+                name: "epsilon",
+                value: epsilon,
+                expected: "a number",
+            });
+        }
+        if self.non_private {
+            return Ok(1.0);
+        }
+        Ok(self.pld.delta_for_epsilon(epsilon))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::privacy::special::normal_cdf;
+    use proptest::prelude::*;
+
+    const ADD_REMOVE: NeighbouringRelation = NeighbouringRelation::AddOrRemoveOne;
+
+    fn acc() -> PldAccountant {
+        PldAccountant::new(ADD_REMOVE, DEFAULT_VALUE_DISCRETIZATION_INTERVAL)
+    }
+
+    fn sgm(q: f64, sigma: f64) -> DpEvent {
+        DpEvent::poisson_sampled(q, DpEvent::gaussian(sigma))
+    }
+
+    /// Exact δ(ε) of μ-GDP (Dong, Roth, Su 2019, Cor. 2.13): Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2).
+    fn gaussian_delta(mu: f64, eps: f64) -> f64 {
+        normal_cdf(-eps / mu + mu / 2.0) - eps.exp() * normal_cdf(-eps / mu - mu / 2.0)
+    }
+
+    #[test]
+    fn accountant_is_send_and_sync() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<PldAccountant>();
+        let boxed: Box<dyn Accountant> = Box::new(acc());
+        assert_eq!(boxed.kind(), AccountantKind::Pld);
+    }
+
+    #[test]
+    fn contract_no_events_is_zero_epsilon() {
+        let a = acc();
+        assert_eq!(a.kind(), AccountantKind::Pld);
+        assert_eq!(a.epsilon(1e-5).unwrap().epsilon, 0.0);
+        assert_eq!(a.delta(0.0).unwrap(), 0.0);
+    }
+
+    #[test]
+    fn contract_non_private_is_infinite() {
+        let mut a = acc();
+        a.compose(&sgm(0.01, 1.0), 100).unwrap();
+        a.compose(&DpEvent::NonPrivate, 1).unwrap();
+        assert_eq!(a.epsilon(1e-5).unwrap().epsilon, f64::INFINITY);
+        assert_eq!(a.delta(10.0).unwrap(), 1.0);
+        let mut b = acc();
+        b.compose(&DpEvent::gaussian(0.0), 1).unwrap();
+        assert_eq!(b.epsilon(0.5).unwrap().epsilon, f64::INFINITY);
+    }
+
+    #[test]
+    fn contract_noop_and_empty_sampling_cost_nothing() {
+        let mut a = acc();
+        a.compose(&DpEvent::NoOp, 5).unwrap();
+        a.compose(&DpEvent::poisson_sampled(0.0, DpEvent::gaussian(1.0)), 5)
+            .unwrap();
+        a.compose(&DpEvent::poisson_sampled(0.3, DpEvent::NoOp), 5)
+            .unwrap();
+        a.compose(&DpEvent::gaussian(1.0), 0).unwrap();
+        assert_eq!(a.epsilon(1e-6).unwrap().epsilon, 0.0);
+    }
+
+    #[test]
+    fn contract_unsupported_nested_event_changes_nothing() {
+        let mut a = acc();
+        a.compose(&sgm(0.02, 1.1), 50).unwrap();
+        let before = a.epsilon(1e-5).unwrap().epsilon;
+        let bad = DpEvent::Composed(vec![
+            sgm(0.02, 1.1),
+            DpEvent::Composed(vec![DpEvent::sampled_without_replacement(
+                1000,
+                10,
+                DpEvent::gaussian(1.0),
+            )]),
+        ]);
+        let err = a.check(&bad).unwrap_err();
+        assert!(
+            matches!(&err, AccountingError::Unsupported { accountant: AccountantKind::Pld, event } if event.contains("SampledWithoutReplacement")),
+            "{err:?}"
+        );
+        assert_eq!(a.compose(&bad, 3).unwrap_err(), err);
+        assert_eq!(a.epsilon(1e-5).unwrap().epsilon, before);
+        // a sampled composition is not a mechanism this accountant can subsample
+        let nested = DpEvent::poisson_sampled(0.1, DpEvent::gaussian(1.0).self_composed(2));
+        assert!(matches!(
+            a.check(&nested),
+            Err(AccountingError::Unsupported { .. })
+        ));
+    }
+
+    #[test]
+    fn contract_bad_parameters_are_named() {
+        let a = acc();
+        for (event, name) in [
+            (DpEvent::gaussian(f64::NAN), "noise_multiplier"),
+            (DpEvent::gaussian(-1.0), "noise_multiplier"),
+            (DpEvent::laplace(f64::INFINITY), "scale"),
+            (sgm(1.5, 1.0), "sample_rate"),
+            (sgm(f64::NAN, 1.0), "sample_rate"),
+        ] {
+            match a.check(&event) {
+                Err(AccountingError::InvalidParameter { name: got, .. }) => assert_eq!(got, name),
+                other => panic!("{event:?}: {other:?}"),
+            }
+        }
+        assert!(matches!(
+            a.epsilon(1.5),
+            Err(AccountingError::InvalidParameter { name: "delta", .. })
+        ));
+        assert!(a.delta(f64::NAN).is_err());
+        let bad_grid = PldAccountant::new(ADD_REMOVE, 0.0);
+        assert!(matches!(
+            bad_grid.check(&DpEvent::gaussian(1.0)),
+            Err(AccountingError::InvalidParameter {
+                name: "value_discretization_interval",
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn grids_too_fine_are_refused_by_the_dry_run() {
+        // 10^8 full-batch Gaussian steps at σ = 1 are one Gaussian with σ = 1e-4: its losses
+        // reach ~5e7, far beyond 2^25 grid points of 1e-4.
+        let mut a = acc();
+        let err = a.check(&DpEvent::gaussian(1.0).self_composed(100_000_000));
+        assert!(matches!(err, Err(AccountingError::Numerical(_))), "{err:?}");
+        assert!(a.compose(&DpEvent::gaussian(1.0), 100_000_000).is_err());
+        assert_eq!(a.epsilon(1e-5).unwrap().epsilon, 0.0);
+    }
+
+    #[test]
+    fn check_never_mutates() {
+        let a = acc();
+        a.check(&sgm(0.5, 0.8).self_composed(10)).unwrap();
+        assert_eq!(a.epsilon(1e-5).unwrap().epsilon, 0.0);
+        assert_eq!(a.distribution(), &PrivacyLossDistribution::identity(1e-4));
+    }
+
+    #[test]
+    fn report_says_upper_bound() {
+        let mut a = acc();
+        a.compose(&DpEvent::gaussian(2.0), 1).unwrap();
+        let r = a.epsilon(1e-5).unwrap();
+        assert_eq!(r.accountant, AccountantKind::Pld);
+        assert_eq!(r.order, None);
+        assert_eq!(r.delta, 1e-5);
+        assert!(r.notes.iter().any(|n| n.contains("upper bound")));
+        assert!(r.notes.iter().any(|n| n.contains("pessimistic")));
+    }
+
+    #[test]
+    fn laplace_composition_is_at_most_basic_composition() {
+        // k Laplace(b) releases are (k/b, 0)-DP by basic composition (Dwork & Roth, Thm 3.16);
+        // the PLD ε at tiny δ must not exceed it (plus one grid step per release).
+        let mut a = acc();
+        a.compose(&DpEvent::laplace(4.0), 8).unwrap();
+        let eps = a.epsilon(1e-12).unwrap().epsilon;
+        assert!(eps <= 2.0 + 8.0 * 1e-4, "{eps}");
+        assert!(eps > 1.0, "{eps}");
+        // subsampled: amplification ln(1 + q(e^{1/b} − 1)) per step (Balle, Barthe, Gaboardi
+        // 2018, Thm 8) bounds the pure-DP ε of each step.
+        let mut s = acc();
+        s.compose(&DpEvent::poisson_sampled(0.1, DpEvent::laplace(1.0)), 10)
+            .unwrap();
+        let per_step = (0.1 * (1f64.exp() - 1.0)).ln_1p();
+        let eps = s.epsilon(1e-12).unwrap().epsilon;
+        assert!(eps <= 10.0 * per_step + 10.0 * 1e-4, "{eps}");
+    }
+
+    #[test]
+    fn nested_poisson_sampling_multiplies_rates() {
+        let mut nested = acc();
+        nested
+            .compose(
+                &DpEvent::poisson_sampled(0.5, sgm(0.1, 1.0)).self_composed(20),
+                1,
+            )
+            .unwrap();
+        let mut flat = acc();
+        flat.compose(&sgm(0.05, 1.0), 20).unwrap();
+        assert_eq!(
+            nested.epsilon(1e-5).unwrap().epsilon,
+            flat.epsilon(1e-5).unwrap().epsilon
+        );
+    }
+
+    #[test]
+    fn equal_events_are_grouped_across_the_tree() {
+        // Composition is commutative: [a, b, a] composed = a twice and b once.
+        let a_ev = sgm(0.05, 0.9);
+        let b_ev = DpEvent::gaussian(3.0);
+        let mut tree = acc();
+        tree.compose(
+            &DpEvent::Composed(vec![
+                a_ev.clone(),
+                b_ev.clone(),
+                a_ev.clone().self_composed(9),
+            ]),
+            2,
+        )
+        .unwrap();
+        let mut grouped = acc();
+        grouped.compose(&a_ev, 20).unwrap();
+        grouped.compose(&b_ev, 2).unwrap();
+        let (x, y) = (
+            tree.epsilon(1e-6).unwrap().epsilon,
+            grouped.epsilon(1e-6).unwrap().epsilon,
+        );
+        assert!((x - y).abs() <= 1e-9 * y, "{x} vs {y}");
+    }
+
+    #[test]
+    fn replace_one_costs_more_than_add_remove() {
+        let mut replace = PldAccountant::new(NeighbouringRelation::ReplaceOne, 1e-4);
+        replace.compose(&sgm(0.05, 1.0), 50).unwrap();
+        let mut add_remove = acc();
+        add_remove.compose(&sgm(0.05, 1.0), 50).unwrap();
+        assert!(replace.epsilon(1e-5).unwrap().epsilon > add_remove.epsilon(1e-5).unwrap().epsilon);
+        // full batch: replace-one with σ equals add/remove with σ/2 (shift 2)
+        let mut r = PldAccountant::new(NeighbouringRelation::ReplaceOne, 1e-4);
+        r.compose(&DpEvent::gaussian(4.0), 3).unwrap();
+        let mut h = acc();
+        h.compose(&DpEvent::gaussian(2.0), 3).unwrap();
+        let (x, y) = (r.delta(1.0).unwrap(), h.delta(1.0).unwrap());
+        assert!((x - y).abs() <= 1e-12 * y, "{x} vs {y}");
+        // subsampled Laplace under replace-one is refused by name
+        assert!(matches!(
+            r.check(&DpEvent::poisson_sampled(0.5, DpEvent::laplace(1.0))),
+            Err(AccountingError::Unsupported { .. })
+        ));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 12, .. ProptestConfig::default() })]
+
+        /// For q = 1 the PLD brackets the exact Gaussian δ(ε) from above: T Gaussians with σ are
+        /// μ-GDP with μ = √T/σ (Dong, Roth, Su 2019, Cor. 3.3).
+        #[test]
+        fn full_batch_gaussian_brackets_exact_delta(
+            sigma in 0.6f64..6.0, steps in 1u64..200, eps in 0.0f64..4.0,
+        ) {
+            let mut a = acc();
+            a.compose(&DpEvent::gaussian(sigma), steps).unwrap();
+            let mu = (steps as f64).sqrt() / sigma;
+            let exact = gaussian_delta(mu, eps);
+            let got = a.delta(eps).unwrap();
+            prop_assert!(got >= exact - 1e-12, "below exact: {} < {}", got, exact);
+            prop_assert!(got <= exact * (1.0 + 1e-3) + 1e-10, "too loose: {} vs {}", got, exact);
+        }
+
+        /// More noise never costs more privacy (a gap of ≥ 5% in σ keeps grid effects out).
+        #[test]
+        fn epsilon_decreases_in_sigma(
+            q in 0.01f64..0.3, sigma in 0.8f64..3.0, gap in 0.05f64..0.5, steps in 1u64..60,
+        ) {
+            let eps = |s: f64| {
+                let mut a = acc();
+                a.compose(&sgm(q, s), steps).unwrap();
+                a.epsilon(1e-5).unwrap().epsilon
+            };
+            let (lo, hi) = (eps(sigma * (1.0 + gap)), eps(sigma));
+            prop_assert!(lo <= hi, "ε(σ(1+gap)) = {} > ε(σ) = {}", lo, hi);
+        }
+
+        /// ε(δ) and δ(ε) are inverse to each other on the discrete PLD.
+        #[test]
+        fn epsilon_delta_round_trip(
+            q in 0.01f64..1.0, sigma in 0.8f64..3.0, steps in 1u64..60, log_delta in -9.0f64..-2.0,
+        ) {
+            let mut a = acc();
+            a.compose(&sgm(q, sigma), steps).unwrap();
+            let delta = 10f64.powf(log_delta);
+            let eps = a.epsilon(delta).unwrap().epsilon;
+            prop_assert!(a.delta(eps).unwrap() <= delta * (1.0 + 1e-9));
+            if eps > 1e-3 {
+                prop_assert!(a.delta(eps - 1e-3).unwrap() > delta);
+            }
+        }
+
+        /// T separate compositions equal one T-fold self-composition (up to truncation).
+        #[test]
+        fn repeated_compose_equals_self_composition(
+            q in 0.02f64..0.5, sigma in 0.8f64..2.0, steps in 2u64..12,
+        ) {
+            let mut one_by_one = acc();
+            for _ in 0..steps {
+                one_by_one.compose(&sgm(q, sigma), 1).unwrap();
+            }
+            let mut at_once = acc();
+            at_once.compose(&sgm(q, sigma).self_composed(steps), 1).unwrap();
+            let (x, y) = (
+                one_by_one.epsilon(1e-5).unwrap().epsilon,
+                at_once.epsilon(1e-5).unwrap().epsilon,
+            );
+            prop_assert!((x - y).abs() <= 1e-6 * y.max(1e-3), "{} vs {}", x, y);
+        }
+    }
+}
