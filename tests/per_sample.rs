@@ -129,6 +129,16 @@ fn check_model_with_step(spec: ModelSpec, batch: usize, seed: u64, h: f32) {
         1e-9,
         "ghost vs materialised conv norms",
     );
+    // The ghost path keeps no per-example gradients, so its weighted sum is the product
+    // (diag(w) Δ)ᵀ U: it must agree with the materialised sums too.
+    let _ = a.norms();
+    assert_close(
+        a.weighted_sum(&w).as_slice().unwrap(),
+        ws.as_slice().unwrap(),
+        1e-4,
+        1e-6,
+        "ghost-path weighted_sum",
+    );
 
     // 5. The summed gradient against central finite differences of the summed loss, on a few
     //    coordinates of every group. The denominator is the exact f32 difference of the perturbed

@@ -611,14 +611,17 @@ impl Model {
 
     /// FLOPs (2 per multiply-add) of one training step on `batch` examples: for every dense and
     /// conv layer the forward product, the weight-gradient product and the input-gradient product
-    /// (skipped below the first trainable layer); with `per_sample_norms`, also each
-    /// convolution's per-example norm (`2·L·K·C_out` materialised or `2·L²(K + C_out)` ghost,
-    /// whichever [`ConvNormMethod::cheaper`] picks). Element-wise work is not counted.
+    /// (skipped below the first trainable layer). With `per_sample_norms`, a convolution's
+    /// weight-gradient product is done per example (the same count; the kept per-example
+    /// gradients then give the weighted sum by a cheap pass) unless they exceed the cache limit,
+    /// in which case the norm pass of [`ConvNormMethod::cheaper`] is added. Element-wise work is
+    /// not counted.
     pub fn step_flops(&self, batch: usize, per_sample_norms: bool) -> f64 {
         let mut total = 0.0f64;
         let mut first = true;
+        let mut cache_budget = super::per_sample::CONV_CACHE_LIMIT_BYTES;
         for layer in &self.layers {
-            let (macs, norm_macs) = match layer {
+            let (macs, extra) = match layer {
                 Layer::Dense { inputs, units, .. } => ((inputs * units) as f64, 0.0),
                 Layer::Conv {
                     window,
@@ -626,11 +629,17 @@ impl Model {
                     ..
                 } => {
                     let (l, k, c) = (window.positions(), window.patch_len(), *out_channels);
-                    let norm = match ConvNormMethod::cheaper(l, k, c) {
-                        ConvNormMethod::Materialize => (l * k * c) as f64,
-                        ConvNormMethod::Ghost => (l * l * (k + c)) as f64,
+                    let bytes = (batch * k * c * 4) as u64;
+                    let extra = if bytes <= cache_budget {
+                        cache_budget -= bytes;
+                        0.0
+                    } else {
+                        match ConvNormMethod::cheaper(l, k, c) {
+                            ConvNormMethod::Materialize => (l * k * c) as f64,
+                            ConvNormMethod::Ghost => (l * l * (k + c)) as f64,
+                        }
                     };
-                    ((l * k * c) as f64, norm)
+                    ((l * k * c) as f64, extra)
                 }
                 _ => continue,
             };
@@ -638,7 +647,7 @@ impl Model {
             first = false;
             total += 2.0 * batch as f64 * macs * products;
             if per_sample_norms {
-                total += 2.0 * batch as f64 * norm_macs;
+                total += 2.0 * batch as f64 * extra;
             }
         }
         total

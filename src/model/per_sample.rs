@@ -12,9 +12,11 @@
 //! - **Conv** (im2col: `Y_i = U_i Wᵀ + b`, `U_i` `[L, K]`, `Δ_i` `[L, C_out]`): `g_i^W = Δ_iᵀ U_i`.
 //!   Its squared norm is either formed directly (cost ≈ L·K·C_out) or by the ghost-norm identity
 //!   ‖Δ_iᵀ U_i‖²_F = ⟨U_i U_iᵀ, Δ_i Δ_iᵀ⟩ (cost ≈ L²(K + C_out); Li et al. 2022, "Large language
-//!   models can be strong differentially private learners", §4), whichever is cheaper per layer.
-//!   `g_i^b = Σ_l Δ_i[l, :]`. Weighted sums scale Δ's rows by their example's weight and form one
-//!   product `(diag(w) Δ)ᵀ U`.
+//!   models can be strong differentially private learners", §4). When the per-example gradients
+//!   `[B, C_out·K]` fit in [`CONV_CACHE_LIMIT_BYTES`] they are materialised and kept, and the
+//!   weighted sum is a pass over them (no second product); otherwise the cheaper of the two norm
+//!   methods is used and the weighted sum scales Δ's rows by their example's weight and forms one
+//!   product `(diag(w) Δ)ᵀ U`. `g_i^b = Σ_l Δ_i[l, :]`.
 //!
 //! Numerics: inputs and deltas are f32; squared norms are accumulated in f64; weighted sums are
 //! f32 matrix products (weights rounded toward zero to f32 so no example's weight grows) returned
@@ -153,11 +155,19 @@ impl<'a> BatchGradients<'a> {
                         positions,
                         ..
                     } => {
-                        let method = self.conv_method.unwrap_or_else(|| {
-                            ConvNormMethod::cheaper(*positions, cols.ncols(), delta.ncols())
-                        });
+                        // Materialising and keeping Δ_iᵀU_i costs L·K·C_out per example and saves
+                        // the weighted sum's product of the same size, so it beats the ghost norm
+                        // whenever the kept gradients fit the cache; otherwise take the cheaper.
                         let bytes = (self.batch * cols.ncols() * delta.ncols() * 4) as u64;
-                        let keep = method == ConvNormMethod::Materialize && bytes <= cache_budget;
+                        let fits = bytes <= cache_budget;
+                        let method = self.conv_method.unwrap_or_else(|| {
+                            if fits {
+                                ConvNormMethod::Materialize
+                            } else {
+                                ConvNormMethod::cheaper(*positions, cols.ncols(), delta.ncols())
+                            }
+                        });
+                        let keep = method == ConvNormMethod::Materialize && fits;
                         if keep {
                             cache_budget -= bytes;
                         }
