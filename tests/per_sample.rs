@@ -483,3 +483,30 @@ fn l2_penalty_and_gradient() {
     model.add_l2_gradient(params.view(), &mut g);
     assert_eq!(g[1], -1.0);
 }
+
+#[test]
+fn datasets_that_do_not_fit_are_refused() {
+    let model = ModelSpec::logistic_regression(4, 3).build().unwrap();
+    let data = |d: usize, classes: usize| dpx::data::Dataset {
+        features: Array2::zeros((2, d)),
+        labels: vec![0, 1],
+        sample_shape: vec![d],
+        num_classes: classes,
+    };
+    assert!(model.check_dataset(&data(4, 3)).is_ok());
+    assert!(matches!(
+        model.check_dataset(&data(5, 3)),
+        Err(ModelError::InputSize {
+            expected: 4,
+            found: 5,
+            ..
+        })
+    ));
+    assert!(matches!(
+        model.check_dataset(&data(4, 10)),
+        Err(ModelError::ClassCount {
+            dataset: 10,
+            model: 3
+        })
+    ));
+}

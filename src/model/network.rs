@@ -399,6 +399,28 @@ impl Model {
         Ok(())
     }
 
+    /// Check that a dataset fits this model: its feature count equals the model's input size
+    /// (and its sample shape, when it has one, matches `input_shape` in size), and its number of
+    /// classes is at most the model's.
+    pub fn check_dataset(&self, data: &crate::data::Dataset) -> Result<(), ModelError> {
+        self.check_input(data.num_features())?;
+        let sample: usize = data.sample_shape.iter().product();
+        if !data.sample_shape.is_empty() && sample != self.input_size {
+            return Err(ModelError::InputSize {
+                expected: self.input_size,
+                found: sample,
+                shape: self.spec.input_shape.clone(),
+            });
+        }
+        if data.num_classes > self.num_classes() {
+            return Err(ModelError::ClassCount {
+                dataset: data.num_classes,
+                model: self.num_classes(),
+            });
+        }
+        Ok(())
+    }
+
     /// Seeded initial parameters, PyTorch's defaults for `Linear` and `Conv2d`: every weight and
     /// bias entry of a layer is drawn independently from U(−1/√fan_in, 1/√fan_in), where fan_in
     /// is the layer's inputs (dense) or `C_in · kernel²` (conv). For weights this is PyTorch's
