@@ -6,6 +6,13 @@
 
 use std::process::ExitCode;
 
+/// The process-wide allocator: mimalloc. A training step allocates and frees arrays of tens to
+/// hundreds of MB; glibc's allocator returns each to the kernel (mmap/munmap), so every step paid
+/// for page faults and page zeroing (about a fifth of a `cnn_cifar10` step in a profile).
+/// mimalloc keeps freed pages for reuse.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     match dpx::cli::run_from_env() {
         Ok(code) => code,

@@ -129,6 +129,16 @@ fn check_model_with_step(spec: ModelSpec, batch: usize, seed: u64, h: f32) {
         1e-9,
         "ghost vs materialised conv norms",
     );
+    // The ghost path keeps no per-example gradients, so its weighted sum is the product
+    // (diag(w) Δ)ᵀ U: it must agree with the materialised sums too.
+    let _ = a.norms();
+    assert_close(
+        a.weighted_sum(&w).as_slice().unwrap(),
+        ws.as_slice().unwrap(),
+        1e-4,
+        1e-6,
+        "ghost-path weighted_sum",
+    );
 
     // 5. The summed gradient against central finite differences of the summed loss, on a few
     //    coordinates of every group. The denominator is the exact f32 difference of the perturbed
@@ -472,4 +482,31 @@ fn l2_penalty_and_gradient() {
     let mut g = Array1::zeros(8);
     model.add_l2_gradient(params.view(), &mut g);
     assert_eq!(g[1], -1.0);
+}
+
+#[test]
+fn datasets_that_do_not_fit_are_refused() {
+    let model = ModelSpec::logistic_regression(4, 3).build().unwrap();
+    let data = |d: usize, classes: usize| dpx::data::Dataset {
+        features: Array2::zeros((2, d)),
+        labels: vec![0, 1],
+        sample_shape: vec![d],
+        num_classes: classes,
+    };
+    assert!(model.check_dataset(&data(4, 3)).is_ok());
+    assert!(matches!(
+        model.check_dataset(&data(5, 3)),
+        Err(ModelError::InputSize {
+            expected: 4,
+            found: 5,
+            ..
+        })
+    ));
+    assert!(matches!(
+        model.check_dataset(&data(4, 10)),
+        Err(ModelError::ClassCount {
+            dataset: 10,
+            model: 3
+        })
+    ));
 }

@@ -35,6 +35,12 @@ pub struct BenchArgs {
     /// Run at this many threads only (default: one thread, then all available cores).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Override the workloads' batch sizes (e.g. to measure peak memory at another batch).
+    #[arg(long)]
+    pub batch: Option<usize>,
+    /// Run only this mode: nonprivate or dp (default: both).
+    #[arg(long, value_name = "MODE")]
+    pub mode: Option<String>,
     /// Print one JSON object per line instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -103,6 +109,19 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         None if cores > 1 => vec![1, cores],
         None => vec![1],
     };
+    if args.batch == Some(0) {
+        return Err(bad_input!("--batch: must be at least 1"));
+    }
+    let modes: Vec<bool> = match args.mode.as_deref() {
+        None => vec![false, true],
+        Some("nonprivate") => vec![false],
+        Some("dp") => vec![true],
+        Some(other) => {
+            return Err(bad_input!(
+                "--mode: unknown mode {other:?}; expected nonprivate or dp"
+            ));
+        }
+    };
     let mut out = std::io::stdout().lock();
     if !args.json {
         writeln!(
@@ -127,11 +146,12 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         }
     }
     for (name, spec, batch) in &selected {
+        let batch = args.batch.unwrap_or(*batch);
         let model = spec.build().context("building a reference workload")?;
         for &threads in &thread_counts {
-            for dp in [false, true] {
+            for &dp in &modes {
                 let record = with_threads(threads, || {
-                    measure(name, &model, *batch, dp, threads, args.steps)
+                    measure(name, &model, batch, dp, threads, args.steps)
                 })??;
                 if args.json {
                     writeln!(out, "{}", serde_json::to_string(&record)?)?;

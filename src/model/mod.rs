@@ -60,6 +60,8 @@ pub enum ModelError {
         found: usize,
         shape: Vec<usize>,
     },
+    #[error("the dataset has {dataset} classes, but the model has {model} outputs for classes")]
+    ClassCount { dataset: usize, model: usize },
     #[error("parameter vector has {found} entries, but the model has {expected}")]
     ParamCount { expected: usize, found: usize },
     #[error("{labels} labels for {rows} examples")]

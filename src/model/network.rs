@@ -399,6 +399,28 @@ impl Model {
         Ok(())
     }
 
+    /// Check that a dataset fits this model: its feature count equals the model's input size
+    /// (and its sample shape, when it has one, matches `input_shape` in size), and its number of
+    /// classes is at most the model's.
+    pub fn check_dataset(&self, data: &crate::data::Dataset) -> Result<(), ModelError> {
+        self.check_input(data.num_features())?;
+        let sample: usize = data.sample_shape.iter().product();
+        if !data.sample_shape.is_empty() && sample != self.input_size {
+            return Err(ModelError::InputSize {
+                expected: self.input_size,
+                found: sample,
+                shape: self.spec.input_shape.clone(),
+            });
+        }
+        if data.num_classes > self.num_classes() {
+            return Err(ModelError::ClassCount {
+                dataset: data.num_classes,
+                model: self.num_classes(),
+            });
+        }
+        Ok(())
+    }
+
     /// Seeded initial parameters, PyTorch's defaults for `Linear` and `Conv2d`: every weight and
     /// bias entry of a layer is drawn independently from U(−1/√fan_in, 1/√fan_in), where fan_in
     /// is the layer's inputs (dense) or `C_in · kernel²` (conv). For weights this is PyTorch's
@@ -611,14 +633,17 @@ impl Model {
 
     /// FLOPs (2 per multiply-add) of one training step on `batch` examples: for every dense and
     /// conv layer the forward product, the weight-gradient product and the input-gradient product
-    /// (skipped below the first trainable layer); with `per_sample_norms`, also each
-    /// convolution's per-example norm (`2·L·K·C_out` materialised or `2·L²(K + C_out)` ghost,
-    /// whichever [`ConvNormMethod::cheaper`] picks). Element-wise work is not counted.
+    /// (skipped below the first trainable layer). With `per_sample_norms`, a convolution's
+    /// weight-gradient product is done per example (the same count; the kept per-example
+    /// gradients then give the weighted sum by a cheap pass) unless they exceed the cache limit,
+    /// in which case the norm pass of [`ConvNormMethod::cheaper`] is added. Element-wise work is
+    /// not counted.
     pub fn step_flops(&self, batch: usize, per_sample_norms: bool) -> f64 {
         let mut total = 0.0f64;
         let mut first = true;
+        let mut cache_budget = super::per_sample::CONV_CACHE_LIMIT_BYTES;
         for layer in &self.layers {
-            let (macs, norm_macs) = match layer {
+            let (macs, extra) = match layer {
                 Layer::Dense { inputs, units, .. } => ((inputs * units) as f64, 0.0),
                 Layer::Conv {
                     window,
@@ -626,11 +651,17 @@ impl Model {
                     ..
                 } => {
                     let (l, k, c) = (window.positions(), window.patch_len(), *out_channels);
-                    let norm = match ConvNormMethod::cheaper(l, k, c) {
-                        ConvNormMethod::Materialize => (l * k * c) as f64,
-                        ConvNormMethod::Ghost => (l * l * (k + c)) as f64,
+                    let bytes = (batch * k * c * 4) as u64;
+                    let extra = if bytes <= cache_budget {
+                        cache_budget -= bytes;
+                        0.0
+                    } else {
+                        match ConvNormMethod::cheaper(l, k, c) {
+                            ConvNormMethod::Materialize => (l * k * c) as f64,
+                            ConvNormMethod::Ghost => (l * l * (k + c)) as f64,
+                        }
                     };
-                    ((l * k * c) as f64, norm)
+                    ((l * k * c) as f64, extra)
                 }
                 _ => continue,
             };
@@ -638,7 +669,7 @@ impl Model {
             first = false;
             total += 2.0 * batch as f64 * macs * products;
             if per_sample_norms {
-                total += 2.0 * batch as f64 * norm_macs;
+                total += 2.0 * batch as f64 * extra;
             }
         }
         total

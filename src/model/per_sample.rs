@@ -12,9 +12,11 @@
 //! - **Conv** (im2col: `Y_i = U_i Wᵀ + b`, `U_i` `[L, K]`, `Δ_i` `[L, C_out]`): `g_i^W = Δ_iᵀ U_i`.
 //!   Its squared norm is either formed directly (cost ≈ L·K·C_out) or by the ghost-norm identity
 //!   ‖Δ_iᵀ U_i‖²_F = ⟨U_i U_iᵀ, Δ_i Δ_iᵀ⟩ (cost ≈ L²(K + C_out); Li et al. 2022, "Large language
-//!   models can be strong differentially private learners", §4), whichever is cheaper per layer.
-//!   `g_i^b = Σ_l Δ_i[l, :]`. Weighted sums scale Δ's rows by their example's weight and form one
-//!   product `(diag(w) Δ)ᵀ U`.
+//!   models can be strong differentially private learners", §4). When the per-example gradients
+//!   `[B, C_out·K]` fit in [`CONV_CACHE_LIMIT_BYTES`] they are materialised and kept, and the
+//!   weighted sum is a pass over them (no second product); otherwise the cheaper of the two norm
+//!   methods is used and the weighted sum scales Δ's rows by their example's weight and forms one
+//!   product `(diag(w) Δ)ᵀ U`. `g_i^b = Σ_l Δ_i[l, :]`.
 //!
 //! Numerics: inputs and deltas are f32; squared norms are accumulated in f64; weighted sums are
 //! f32 matrix products (weights rounded toward zero to f32 so no example's weight grows) returned
@@ -29,6 +31,10 @@ use rayon::prelude::*;
 
 use super::linalg::gemm;
 use crate::grad::{GradError, PerSampleGradients, check_materialize_budget};
+
+/// Memory allowed for keeping convolutions' per-example weight gradients between the norm pass
+/// and the weighted sum (1 GiB); layers beyond it recompute the sum as one product.
+pub const CONV_CACHE_LIMIT_BYTES: u64 = 1 << 30;
 
 /// What one trainable layer keeps from the passes.
 pub(crate) enum Trainable<'a> {
@@ -70,6 +76,9 @@ impl ConvNormMethod {
     }
 }
 
+/// Squared norms `[B, groups]` and, per trainable layer, the kept conv per-example gradients.
+type NormsAndCache = (Array2<f64>, Vec<Option<Array2<f32>>>);
+
 /// The per-sample gradients of one batch (see the module doc), with per-example losses.
 pub struct BatchGradients<'a> {
     batch: usize,
@@ -78,8 +87,11 @@ pub struct BatchGradients<'a> {
     trainables: Vec<Trainable<'a>>,
     losses: Array1<f64>,
     limit_bytes: u64,
-    /// Squared per-example norms per group `[B, groups]`, computed on first use.
-    squared: OnceLock<Array2<f64>>,
+    /// Squared per-example norms per group `[B, groups]`, computed on first use, and for each
+    /// trainable layer the per-example weight gradients `[B, C_out·K]` of convolutions whose
+    /// norms were formed by materialising them (kept within [`CONV_CACHE_LIMIT_BYTES`]), so the
+    /// weighted sum that follows is a cheap pass instead of a second product.
+    squared: OnceLock<NormsAndCache>,
     conv_method: Option<ConvNormMethod>,
 }
 
@@ -123,9 +135,16 @@ impl<'a> BatchGradients<'a> {
     }
 
     fn squared_norms(&self) -> &Array2<f64> {
+        &self.squared_and_cache().0
+    }
+
+    fn squared_and_cache(&self) -> &NormsAndCache {
         self.squared.get_or_init(|| {
             let mut out = Array2::<f64>::zeros((self.batch, self.groups.len()));
+            let mut caches = Vec::with_capacity(self.trainables.len());
+            let mut cache_budget = CONV_CACHE_LIMIT_BYTES;
             for (t, trainable) in self.trainables.iter().enumerate() {
+                let mut cache = None;
                 let per_example: Vec<(f64, f64)> = match trainable {
                     Trainable::Dense { input, delta, .. } => {
                         dense_squared_norms(input.view(), delta.view())
@@ -136,18 +155,35 @@ impl<'a> BatchGradients<'a> {
                         positions,
                         ..
                     } => {
+                        // Materialising and keeping Δ_iᵀU_i costs L·K·C_out per example and saves
+                        // the weighted sum's product of the same size, so it beats the ghost norm
+                        // whenever the kept gradients fit the cache; otherwise take the cheaper.
+                        let bytes = (self.batch * cols.ncols() * delta.ncols() * 4) as u64;
+                        let fits = bytes <= cache_budget;
                         let method = self.conv_method.unwrap_or_else(|| {
-                            ConvNormMethod::cheaper(*positions, cols.ncols(), delta.ncols())
+                            if fits {
+                                ConvNormMethod::Materialize
+                            } else {
+                                ConvNormMethod::cheaper(*positions, cols.ncols(), delta.ncols())
+                            }
                         });
-                        conv_squared_norms(cols.view(), delta.view(), *positions, method)
+                        let keep = method == ConvNormMethod::Materialize && fits;
+                        if keep {
+                            cache_budget -= bytes;
+                        }
+                        let (norms, kept) =
+                            conv_squared_norms(cols.view(), delta.view(), *positions, method, keep);
+                        cache = kept;
+                        norms
                     }
                 };
                 for (i, (w, b)) in per_example.into_iter().enumerate() {
                     out[[i, 2 * t]] = w;
                     out[[i, 2 * t + 1]] = b;
                 }
+                caches.push(cache);
             }
-            out
+            (out, caches)
         })
     }
 
@@ -183,6 +219,12 @@ impl<'a> BatchGradients<'a> {
                     weight,
                     bias,
                 } => {
+                    let cached = self.squared.get().and_then(|(_, c)| c[t].as_ref());
+                    if let (Some(per_example), Some(w)) = (cached, wcol.as_deref()) {
+                        weighted_rows_sum(&mut out, weight, per_example.view(), w);
+                        bias_sum(&mut out, bias, delta.view(), *positions, bcol.as_deref());
+                        continue;
+                    }
                     let scaled = scale_rows(delta.view(), wcol.as_deref(), *positions);
                     let d = scaled.as_ref().map_or(delta.view(), |a| a.view());
                     let mut gw = Array2::<f32>::zeros((delta.ncols(), cols.ncols()));
@@ -306,23 +348,61 @@ fn dense_squared_norms(input: ArrayView2<'_, f32>, delta: ArrayView2<'_, f32>) -
         .into_par_iter()
         .zip(delta.axis_iter(Axis(0)).into_par_iter())
         .map(|(a, d)| {
-            let sa = sum_squares(a.iter().copied());
-            let sd = sum_squares(d.iter().copied());
+            let sa = a
+                .as_slice()
+                .map_or_else(|| sum_squares(a.iter().copied()), sum_squares_slice);
+            let sd = d
+                .as_slice()
+                .map_or_else(|| sum_squares(d.iter().copied()), sum_squares_slice);
             (sa * sd, sd)
         })
         .collect()
 }
 
-/// Per example: (‖Δ_iᵀ U_i‖²_F, ‖Σ_l Δ_i[l, :]‖²).
+/// Per example: (‖Δ_iᵀ U_i‖²_F, ‖Σ_l Δ_i[l, :]‖²); with `keep` (materialise method only), also
+/// the per-example weight gradients `[B, C_out·K]`.
 fn conv_squared_norms(
     cols: ArrayView2<'_, f32>,
     delta: ArrayView2<'_, f32>,
     positions: usize,
     method: ConvNormMethod,
-) -> Vec<(f64, f64)> {
+    keep: bool,
+) -> (Vec<(f64, f64)>, Option<Array2<f32>>) {
     let batch = delta.nrows().checked_div(positions).unwrap_or(0);
     let (k, c) = (cols.ncols(), delta.ncols());
-    (0..batch)
+    let bias_sq = |d: ArrayView2<'_, f32>| -> f64 {
+        let mut bias = vec![0.0f64; c];
+        for r in d.rows() {
+            for (b, &v) in bias.iter_mut().zip(r.iter()) {
+                *b += v as f64;
+            }
+        }
+        bias.iter().map(|b| b * b).sum()
+    };
+    let example = |i: usize| {
+        (
+            cols.slice(s![i * positions..(i + 1) * positions, ..]),
+            delta.slice(s![i * positions..(i + 1) * positions, ..]),
+        )
+    };
+    if keep && method == ConvNormMethod::Materialize {
+        let mut kept = Array2::<f32>::zeros((batch, c * k));
+        let norms = kept
+            .axis_iter_mut(Axis(0))
+            .into_par_iter()
+            .enumerate()
+            .map(|(i, row)| {
+                let (u, d) = example(i);
+                let mut g = row
+                    .into_shape_with_order((c, k))
+                    .unwrap_or_else(|_| unreachable!("a row of a fresh array is contiguous"));
+                conv_example_gradient(u, d, g.view_mut());
+                (sum_squares_slice(g.as_slice().unwrap_or(&[])), bias_sq(d))
+            })
+            .collect();
+        return (norms, Some(kept));
+    }
+    let norms = (0..batch)
         .into_par_iter()
         .map_init(
             || match method {
@@ -335,12 +415,11 @@ fn conv_squared_norms(
                 ),
             },
             |(s1, s2), i| {
-                let u = cols.slice(s![i * positions..(i + 1) * positions, ..]);
-                let d = delta.slice(s![i * positions..(i + 1) * positions, ..]);
+                let (u, d) = example(i);
                 let weight_sq = match method {
                     ConvNormMethod::Materialize => {
                         conv_example_gradient(u, d, s1.view_mut());
-                        sum_squares(s1.iter().copied())
+                        sum_squares_slice(s1.as_slice().unwrap_or(&[]))
                     }
                     ConvNormMethod::Ghost => {
                         general_mat_mul(1.0, &u, &u.t(), 0.0, s1);
@@ -351,16 +430,65 @@ fn conv_squared_norms(
                             .sum::<f64>()
                     }
                 };
-                let mut bias = vec![0.0f64; c];
-                for r in d.rows() {
-                    for (b, &v) in bias.iter_mut().zip(r.iter()) {
-                        *b += v as f64;
-                    }
-                }
-                (weight_sq, bias.iter().map(|b| b * b).sum())
+                (weight_sq, bias_sq(d))
             },
         )
-        .collect()
+        .collect();
+    (norms, None)
+}
+
+/// out[range] ← Σ_i w_i rows[i] (f64, examples in order), split over output blocks only.
+fn weighted_rows_sum(
+    out: &mut Array1<f64>,
+    range: &Range<usize>,
+    rows: ArrayView2<'_, f32>,
+    w: &[f32],
+) {
+    let Some(out) = out.slice_mut(s![range.clone()]).into_slice() else {
+        unreachable!("a fresh array is contiguous")
+    };
+    const BLOCK: usize = 4096;
+    out.par_chunks_mut(BLOCK)
+        .enumerate()
+        .for_each(|(b, chunk)| {
+            let start = b * BLOCK;
+            let mut acc = vec![0.0f32; chunk.len()];
+            // f32 partial sums over 16 examples at a time, widened to f64 between blocks.
+            for (block_index, block) in rows.axis_chunks_iter(Axis(0), 16).enumerate() {
+                acc.iter_mut().for_each(|a| *a = 0.0);
+                for (j, row) in block.rows().into_iter().enumerate() {
+                    let wi = w[block_index * 16 + j];
+                    let src = row.slice(s![start..start + chunk.len()]);
+                    let Some(src) = src.as_slice() else {
+                        unreachable!("rows of a fresh array are contiguous")
+                    };
+                    for (a, &v) in acc.iter_mut().zip(src) {
+                        *a += wi * v;
+                    }
+                }
+                for (o, &a) in chunk.iter_mut().zip(&acc) {
+                    *o += a as f64;
+                }
+            }
+        });
+}
+
+/// Σ v² with f32 partial sums over blocks of 256, accumulated in f64 (vectorisable; relative
+/// error ~1e-7·√256 per block).
+fn sum_squares_slice(v: &[f32]) -> f64 {
+    v.chunks(256)
+        .map(|block| {
+            let mut lanes = [0.0f32; 8];
+            let mut it = block.chunks_exact(8);
+            for c in &mut it {
+                for (l, &x) in lanes.iter_mut().zip(c) {
+                    *l += x * x;
+                }
+            }
+            let tail: f32 = it.remainder().iter().map(|x| x * x).sum();
+            lanes.iter().map(|&l| l as f64).sum::<f64>() + tail as f64
+        })
+        .sum()
 }
 
 fn sum_squares(it: impl Iterator<Item = f32>) -> f64 {

@@ -230,3 +230,33 @@ impl ModelSpec {
         self
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_read_from_toml() {
+        let text = r#"
+            input_shape = [1, 28, 28]
+            loss = "softmax_cross_entropy"
+            l2 = 0.001
+            layers = [
+                { type = "conv2d", channels = 16, kernel = 8, stride = 2, padding = 3 },
+                { type = "activation", function = "tanh" },
+                { type = "max_pool", kernel = 2, stride = 1 },
+                { type = "flatten" },
+                { type = "dense", units = 10 },
+            ]
+        "#;
+        let spec: ModelSpec = toml::from_str(text).unwrap();
+        assert_eq!(spec.layers[0], LayerSpec::conv(16, 8, 2, 3));
+        assert_eq!(spec.layers[1], LayerSpec::act(Activation::Tanh));
+        assert_eq!(spec.l2, 0.001);
+        let unknown = text.replace("max_pool", "min_pool");
+        let err = toml::from_str::<ModelSpec>(&unknown)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("min_pool"), "{err}");
+    }
+}

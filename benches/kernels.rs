@@ -1,0 +1,99 @@
+//! Criterion benchmarks of the model room's kernels and of one DP-SGD step (speed targets live
+//! here and in `dpx bench`, never in timed unit tests).
+//!
+//! - `dense_per_sample_norms`: per-example norms of the MLP of `mlp_mnist` (norm factorisation).
+//! - `conv_im2col`: im2col of the second convolution of `cifar_cnn` at batch 128.
+//! - `dp_step`: forward, per-sample gradients, flat clipping, noise, for `logreg_mnist` and
+//!   `cnn_mnist` at batch 256, one thread.
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
+use dpx::grad::PerSampleGradients;
+use dpx::model::ModelSpec;
+use dpx::model::kernels::{Window, im2col};
+use dpx::privacy::clip::flat::privatize_flat;
+use ndarray::Array2;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rand_distr::StandardNormal;
+use std::hint::black_box;
+
+/// Run every kernel on one thread: the global rayon pool is built with one thread (criterion's
+/// state is not `Send`, so the benches cannot be moved into a scoped pool).
+fn one_thread() {
+    let _ = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build_global();
+}
+
+fn random(rows: usize, cols: usize, seed: u64) -> Array2<f32> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    Array2::from_shape_fn((rows, cols), |_| rng.sample::<f32, _>(StandardNormal))
+}
+
+fn dense_per_sample_norms(c: &mut Criterion) {
+    let model = ModelSpec::named("mlp_mnist").unwrap().build().unwrap();
+    let params = model.init_params(0);
+    let x = random(256, 784, 1);
+    let labels: Vec<usize> = (0..256).map(|i| i % 10).collect();
+    one_thread();
+    {
+        c.bench_function("dense_per_sample_norms/mlp_mnist/256", |b| {
+            // Setup (not timed): the forward and backward pass; timed: the norms alone.
+            b.iter_batched(
+                || model.per_sample(params.view(), x.view(), &labels).unwrap(),
+                |g| black_box(g.norms()),
+                BatchSize::LargeInput,
+            )
+        });
+    }
+}
+
+fn conv_im2col(c: &mut Criterion) {
+    // cifar_cnn's second convolution: 32 channels, 32x32, kernel 3, padding 1.
+    let g = Window {
+        channels: 32,
+        height: 32,
+        width: 32,
+        kernel: 3,
+        stride: 1,
+        padding: 1,
+        out_height: 32,
+        out_width: 32,
+    };
+    let x = random(128, 32 * 32 * 32, 2);
+    one_thread();
+    {
+        c.bench_function("conv_im2col/cifar_conv2/128", |b| {
+            b.iter(|| black_box(im2col(x.view(), &g)))
+        });
+    }
+}
+
+fn dp_step(c: &mut Criterion) {
+    for name in ["logreg_mnist", "mnist_cnn"] {
+        let model = ModelSpec::named(name).unwrap().build().unwrap();
+        let params = model.init_params(0);
+        let x = random(256, model.input_size(), 3);
+        let labels: Vec<usize> = (0..256).map(|i| i % 10).collect();
+        let mut rng = ChaCha8Rng::seed_from_u64(4);
+        one_thread();
+        {
+            c.bench_function(&format!("dp_step/{name}/256"), |b| {
+                b.iter(|| {
+                    let g = model.per_sample(params.view(), x.view(), &labels).unwrap();
+                    black_box(privatize_flat(&g, 1.0, 1.0, &mut rng).unwrap())
+                })
+            });
+        }
+    }
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(10);
+    targets = dense_per_sample_norms, conv_im2col, dp_step
+}
+criterion_main!(benches);
