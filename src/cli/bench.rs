@@ -33,7 +33,7 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 20)]
     pub steps: usize,
     /// Run at this many threads only (default: one thread, then all available cores).
-    #[arg(long)]
+    #[arg(long, value_parser = super::parse_threads)]
     pub threads: Option<usize>,
     /// Override the workloads' batch sizes (e.g. to measure peak memory at another batch).
     #[arg(long)]

@@ -44,6 +44,17 @@ pub fn exit_code_for(err: &anyhow::Error) -> u8 {
     }
 }
 
+/// The most worker threads a `--threads` flag accepts (the same bound as `train.threads`).
+pub const MAX_THREADS: usize = 1024;
+
+/// Parse a `--threads` value: a whole number from 1 to [`MAX_THREADS`].
+pub fn parse_threads(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(n) if (1..=MAX_THREADS).contains(&n) => Ok(n),
+        _ => Err(format!("expected a whole number from 1 to {MAX_THREADS}, found `{text}`")),
+    }
+}
+
 /// dpx: differentially private training experiments, accounting and benchmarks.
 #[derive(Debug, Parser)]
 #[command(name = "dpx", version, about, long_about = None)]

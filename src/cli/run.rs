@@ -39,7 +39,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Worker threads (default: `train.threads` of the config). Results do not depend on it.
-    #[arg(long)]
+    #[arg(long, value_parser = super::parse_threads)]
     pub threads: Option<usize>,
     /// Continue an earlier run in the same output directory: skip seeds already complete.
     #[arg(long, conflicts_with = "overwrite")]
