@@ -396,7 +396,7 @@ fn ctrl_c_keeps_finished_seeds_and_resume_completes() {
 
     let out = dir.path().join("out");
     let bin = assert_cmd::cargo::cargo_bin("dpx");
-    let mut child = std::process::Command::new(bin)
+    let child = std::process::Command::new(bin)
         .args(["run", "--quiet", "--threads", "1", "--out"])
         .arg(&out)
         .arg(&cfg)

@@ -104,7 +104,6 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let thread_counts = match args.threads {
-        Some(0) => return Err(bad_input!("--threads: must be at least 1")),
         Some(t) => vec![t],
         None if cores > 1 => vec![1, cores],
         None => vec![1],
