@@ -107,6 +107,29 @@ impl Series {
     }
 }
 
+/// Width in pixels of the legend column.
+const LEGEND_WIDTH: u32 = 300;
+
+/// A point's legend label: the last component of each dotted key (`epsilon=2,learning_rate=0.5`),
+/// cut to 32 characters.
+pub fn legend_label(name: &str) -> String {
+    let short: Vec<String> = name
+        .split(',')
+        .map(|kv| match kv.split_once('=') {
+            Some((k, v)) => format!("{}={v}", k.rsplit('.').next().unwrap_or(k)),
+            None => kv.to_string(),
+        })
+        .collect();
+    let s = short.join(",");
+    if s.chars().count() > 32 {
+        let mut t: String = s.chars().take(31).collect();
+        t.push('~');
+        t
+    } else {
+        s
+    }
+}
+
 /// Colours for up to 10 points (Tableau 10), then cycled.
 const COLORS: [(u8, u8, u8); 10] = [
     (31, 119, 180),
@@ -128,6 +151,9 @@ fn draw_metric<DB: DrawingBackend>(
     label: &str,
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     root.fill(&WHITE)?;
+    // The legend gets its own column on the right, so long point names never cover curves.
+    let (plot_area, legend) =
+        root.split_horizontally(root.dim_in_pixel().0.saturating_sub(LEGEND_WIDTH));
     let pts: Vec<(f64, f64, f64)> = series
         .iter()
         .flat_map(|s| s.curves.get(col).into_iter().flatten().copied())
@@ -148,7 +174,7 @@ fn draw_metric<DB: DrawingBackend>(
         y0 -= 1.0;
     }
     let pad = (y1 - y0) * 0.05;
-    let mut chart = ChartBuilder::on(&root)
+    let mut chart = ChartBuilder::on(&plot_area)
         .caption(
             format!("{label} (mean ± std over seeds)"),
             ("sans-serif", 24),
@@ -178,23 +204,26 @@ fn draw_metric<DB: DrawingBackend>(
             band,
             color.mix(0.18).filled(),
         )))?;
-        chart
-            .draw_series(LineSeries::new(
-                c.iter().map(|&(x, m, _)| (x, m)),
-                Color::stroke_width(&color, 2),
-            ))?
-            .label(s.name.clone())
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], Color::stroke_width(&color, 2))
-            });
+        chart.draw_series(LineSeries::new(
+            c.iter().map(|&(x, m, _)| (x, m)),
+            Color::stroke_width(&color, 2),
+        ))?;
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.4))
-        .label_font(("sans-serif", 14))
-        .position(SeriesLabelPosition::LowerRight)
-        .draw()?;
+    let font = ("sans-serif", 14).into_font();
+    for (i, s) in series.iter().enumerate() {
+        let (r, g, b) = COLORS[i % COLORS.len()];
+        let color = RGBColor(r, g, b);
+        let y = 60 + 22 * i as i32;
+        legend.draw(&PathElement::new(
+            vec![(6, y), (30, y)],
+            Color::stroke_width(&color, 3),
+        ))?;
+        legend.draw(&Text::new(
+            legend_label(&s.name),
+            (36, y - 6),
+            font.clone().color(&BLACK),
+        ))?;
+    }
     root.present()?;
     Ok(())
 }
