@@ -43,17 +43,31 @@ DPX_BIN="$(cd "$(dirname "$DPX_BIN")" && pwd)/$(basename "$DPX_BIN")"
 W="$(mktemp -d /tmp/dpx-slurm-test.XXXXXX)"
 chmod 755 "$W"
 mkdir -p "$W/state" "$W/spool" "$W/munge/run" "$W/munge/log" "$W/munge/lib"
-PIDS_FILES=()
+PIDS=()
+
+# Remember the pid a daemon wrote to its pid file (waits up to 10 s for the file).
+remember() {
+    for _ in $(seq 1 50); do
+        if [ -s "$1" ]; then
+            PIDS+=("$(cat "$1")")
+            return
+        fi
+        sleep 0.2
+    done
+    fail "no pid file $1"
+}
 
 cleanup() {
     local rc=$?
-    for f in "${PIDS_FILES[@]}"; do
-        if [ -s "$f" ]; then
-            kill "$(cat "$f")" 2>/dev/null || true
-        fi
+    # Only the daemons this script started, by pid; slurmd first, munged last.
+    for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do
+        kill "${PIDS[$i]}" 2>/dev/null || true
     done
     if [ $rc -ne 0 ]; then
         log "logs kept in $W (slurmctld.log, slurmd.log, out/slurm/)"
+    else
+        sleep 1
+        rm -rf "$W"
     fi
     exit $rc
 }
@@ -69,7 +83,7 @@ SOCKET="$W/munge/run/munge.socket.2"
 runuser -u munge -- munged --key-file="$W/munge/munge.key" --socket="$SOCKET" \
     --pid-file="$W/munge/run/munged.pid" --log-file="$W/munge/log/munged.log" \
     --seed-file="$W/munge/lib/munged.seed"
-PIDS_FILES+=("$W/munge/run/munged.pid")
+remember "$W/munge/run/munged.pid"
 
 CPUS="$(nproc)"
 NODE=dpxnode
@@ -105,9 +119,9 @@ export SLURM_CONF="$W/slurm.conf"
 
 log "starting slurmctld and slurmd ($CPUS CPUs) in $W"
 slurmctld -f "$SLURM_CONF"
-PIDS_FILES+=("$W/slurmctld.pid")
+remember "$W/slurmctld.pid"
 slurmd -f "$SLURM_CONF" -N "$NODE"
-PIDS_FILES+=("$W/slurmd.pid")
+remember "$W/slurmd.pid"
 
 for _ in $(seq 1 60); do
     if sinfo -h -N -o '%T' 2>/dev/null | grep -q -E '^(idle|mixed|allocated)'; then
@@ -150,4 +164,3 @@ fi
 ROWS=$(($(wc -l <"$W/local/summary.csv") - 1))
 [ "$ROWS" -gt 0 ] || fail "empty summary"
 log "OK: $ROWS jobs in $SHARDS array tasks equal the local sweep ($(($(date +%s) - STARTED)) s)"
-rm -rf "$W"
