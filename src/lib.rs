@@ -17,4 +17,5 @@ pub mod model;
 pub mod optim;
 pub mod privacy;
 pub mod report;
+pub mod sweep;
 pub mod train;

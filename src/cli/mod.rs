@@ -11,9 +11,12 @@ use clap::{Parser, Subcommand};
 
 pub mod account;
 pub mod bench;
+pub mod collect;
 pub mod data;
 pub mod plan;
+pub mod report;
 pub mod run;
+pub mod sweep;
 
 /// An error caused by the user's input (flag, config key, data file): exit code 2.
 ///
@@ -73,6 +76,14 @@ pub enum Command {
     Bench(bench::BenchArgs),
     /// Dataset management: fetch the standard datasets into the data directory.
     Data(data::DataArgs),
+    /// Run a grid of experiments (point x seed jobs), resumable and shardable, or write a Slurm
+    /// array script for it.
+    Sweep(sweep::SweepArgs),
+    /// Merge sweep directories (e.g. the shards of a Slurm array) into one.
+    Collect(collect::CollectArgs),
+    /// Tables (mean ± std over seeds), a pivot, plots and the tuning privacy cost of a run or
+    /// sweep directory.
+    Report(report::ReportArgs),
 }
 
 /// Parse `std::env::args_os()` and run. Clap prints help/version and usage errors itself
@@ -100,5 +111,8 @@ where
         Command::Account(args) => account::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Data(args) => data::run(args),
+        Command::Sweep(args) => sweep::run(args),
+        Command::Collect(args) => collect::run(args),
+        Command::Report(args) => report::run(args),
     }
 }

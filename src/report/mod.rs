@@ -6,3 +6,6 @@
 //! This room formats and writes; it computes no privacy or model quantity.
 
 pub mod atomic;
+pub mod plot;
+pub mod summary;
+pub mod tuning;

@@ -1,0 +1,337 @@
+//! The layout of a sweep directory, and the files rebuilt from per-seed results.
+//!
+//! ```text
+//! <out>/points.csv                  index, id, name, one column per swept key
+//! <out>/summary.csv                 point_id, point_name, then every point's summary.csv rows
+//! <out>/points/<id>/config.toml     the point's resolved experiment (as `dpx run` writes it)
+//! <out>/points/<id>/rdp.csv         order, rdp: the planned RDP curve of one run of the point
+//! <out>/points/<id>/seeds/<seed>.metrics.csv, <seed>.summary.csv   (summary last = complete)
+//! <out>/points/<id>/metrics.csv, summary.csv                      (rebuilt, seed order)
+//! ```
+//!
+//! A point directory is laid out like a `dpx run` output directory, so `dpx report` reads
+//! either. Every file is written atomically; rebuilding is idempotent.
+
+use std::path::{Path, PathBuf};
+
+use crate::report::atomic::{WriteError, write_atomic};
+
+/// Errors reading or writing a sweep directory.
+#[derive(Debug, thiserror::Error)]
+pub enum LayoutError {
+    #[error(transparent)]
+    Write(#[from] WriteError),
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: {message}")]
+    Csv { path: PathBuf, message: String },
+    #[error("{path}: {message}")]
+    Conflict { path: PathBuf, message: String },
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> LayoutError + '_ {
+    move |source| LayoutError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// The paths of one point (or of a `dpx run` output directory).
+#[derive(Debug, Clone)]
+pub struct PointDir {
+    pub root: PathBuf,
+}
+
+impl PointDir {
+    pub fn config(&self) -> PathBuf {
+        self.root.join("config.toml")
+    }
+    pub fn rdp(&self) -> PathBuf {
+        self.root.join("rdp.csv")
+    }
+    pub fn metrics(&self) -> PathBuf {
+        self.root.join("metrics.csv")
+    }
+    pub fn summary(&self) -> PathBuf {
+        self.root.join("summary.csv")
+    }
+    pub fn seeds(&self) -> PathBuf {
+        self.root.join("seeds")
+    }
+    pub fn seed_metrics(&self, seed: u64) -> PathBuf {
+        self.seeds().join(format!("{seed}.metrics.csv"))
+    }
+    pub fn seed_summary(&self, seed: u64) -> PathBuf {
+        self.seeds().join(format!("{seed}.summary.csv"))
+    }
+    /// Whether the seed finished (its summary is written last).
+    pub fn is_complete(&self, seed: u64) -> bool {
+        self.seed_summary(seed).exists()
+    }
+
+    /// The seeds with a summary file, in ascending order.
+    pub fn complete_seeds(&self) -> Result<Vec<u64>, LayoutError> {
+        let dir = self.seeds();
+        if !dir.exists() {
+            return Ok(Vec::new());
+        }
+        let mut seeds = Vec::new();
+        for e in std::fs::read_dir(&dir).map_err(io(&dir))? {
+            let e = e.map_err(io(&dir))?;
+            let name = e.file_name().to_string_lossy().into_owned();
+            if let Some(s) = name.strip_suffix(".summary.csv")
+                && let Ok(seed) = s.parse::<u64>()
+            {
+                seeds.push(seed);
+            }
+        }
+        seeds.sort_unstable();
+        Ok(seeds)
+    }
+
+    /// Rebuild `metrics.csv` and `summary.csv` from the complete seeds, in `order` (seeds not
+    /// in `order` follow in ascending order). Nothing is written when no seed is complete.
+    pub fn rebuild(&self, order: &[u64]) -> Result<usize, LayoutError> {
+        let done = self.complete_seeds()?;
+        let mut seeds: Vec<u64> = order.iter().copied().filter(|s| done.contains(s)).collect();
+        seeds.extend(done.iter().filter(|s| !order.contains(s)));
+        if seeds.is_empty() {
+            return Ok(0);
+        }
+        let m: Vec<PathBuf> = seeds.iter().map(|&s| self.seed_metrics(s)).collect();
+        let s: Vec<PathBuf> = seeds.iter().map(|&s| self.seed_summary(s)).collect();
+        write_atomic(&self.metrics(), &concat_csv(&m)?)?;
+        write_atomic(&self.summary(), &concat_csv(&s)?)?;
+        Ok(seeds.len())
+    }
+}
+
+/// The paths of a sweep directory.
+#[derive(Debug, Clone)]
+pub struct SweepDir {
+    pub root: PathBuf,
+}
+
+impl SweepDir {
+    pub fn points_csv(&self) -> PathBuf {
+        self.root.join("points.csv")
+    }
+    pub fn summary(&self) -> PathBuf {
+        self.root.join("summary.csv")
+    }
+    pub fn point(&self, id: &str) -> PointDir {
+        PointDir {
+            root: self.root.join("points").join(id),
+        }
+    }
+    /// Whether `dir` looks like a sweep directory (has `points.csv`).
+    pub fn is_sweep(dir: &Path) -> bool {
+        dir.join("points.csv").is_file()
+    }
+
+    /// Read `points.csv`: the header (index, id, name, keys...) and its rows.
+    pub fn read_points(&self) -> Result<(Vec<String>, Vec<Vec<String>>), LayoutError> {
+        read_table(&self.points_csv())
+    }
+
+    /// Rebuild every point's aggregates (seed order from its config.toml when readable) and the
+    /// sweep-level `summary.csv` (points in `points.csv` order).
+    pub fn rebuild(&self) -> Result<(), LayoutError> {
+        let (_, rows) = self.read_points()?;
+        let mut out: Vec<u8> = Vec::new();
+        let mut header_done = false;
+        for row in &rows {
+            let (id, name) = (&row[1], &row[2]);
+            let p = self.point(id);
+            let order = seed_order(&p.config());
+            if p.rebuild(&order)? == 0 {
+                continue;
+            }
+            let (h, srows) = read_table(&p.summary())?;
+            let mut w = csv::WriterBuilder::new()
+                .has_headers(false)
+                .from_writer(Vec::new());
+            let csv_err = |e: csv::Error| LayoutError::Csv {
+                path: self.summary(),
+                message: e.to_string(),
+            };
+            if !header_done {
+                let mut hh = vec!["point_id".to_string(), "point_name".to_string()];
+                hh.extend(h.iter().cloned());
+                w.write_record(&hh).map_err(csv_err)?;
+                header_done = true;
+            }
+            for r in srows {
+                let mut rr = vec![id.clone(), name.clone()];
+                rr.extend(r);
+                w.write_record(&rr).map_err(csv_err)?;
+            }
+            out.extend(w.into_inner().map_err(|e| LayoutError::Csv {
+                path: self.summary(),
+                message: e.to_string(),
+            })?);
+        }
+        if header_done {
+            write_atomic(&self.summary(), &out)?;
+        }
+        Ok(())
+    }
+}
+
+/// The seeds of a resolved config.toml in their order (empty when unreadable).
+fn seed_order(config: &Path) -> Vec<u64> {
+    std::fs::read_to_string(config)
+        .ok()
+        .and_then(|t| t.parse::<toml::Table>().ok())
+        .and_then(|t| {
+            t.get("experiment")?.get("seeds")?.as_array().map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_integer())
+                    .filter_map(|i| u64::try_from(i).ok())
+                    .collect()
+            })
+        })
+        .unwrap_or_default()
+}
+
+/// Read a CSV file with a header into (header, rows).
+pub fn read_table(path: &Path) -> Result<(Vec<String>, Vec<Vec<String>>), LayoutError> {
+    let csv_err = |e: csv::Error| LayoutError::Csv {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    };
+    let mut r = csv::Reader::from_path(path).map_err(csv_err)?;
+    let header: Vec<String> = r
+        .headers()
+        .map_err(csv_err)?
+        .iter()
+        .map(String::from)
+        .collect();
+    let mut rows = Vec::new();
+    for rec in r.records() {
+        rows.push(rec.map_err(csv_err)?.iter().map(String::from).collect());
+    }
+    Ok((header, rows))
+}
+
+/// Concatenate CSV files that share a header, in order.
+pub fn concat_csv(paths: &[PathBuf]) -> Result<Vec<u8>, LayoutError> {
+    let mut out = Vec::new();
+    let mut first_header: Option<String> = None;
+    for p in paths {
+        let text = std::fs::read_to_string(p).map_err(io(p))?;
+        let mut lines = text.split_inclusive('\n');
+        let header = lines.next().unwrap_or_default().to_string();
+        match &first_header {
+            None => {
+                out.extend_from_slice(header.as_bytes());
+                first_header = Some(header);
+            }
+            Some(h) if *h != header => {
+                return Err(LayoutError::Conflict {
+                    path: p.clone(),
+                    message: "its header differs from the other seeds' files".into(),
+                });
+            }
+            Some(_) => {}
+        }
+        for l in lines {
+            out.extend_from_slice(l.as_bytes());
+        }
+    }
+    Ok(out)
+}
+
+/// Copy one file into `dest` unless an identical one is there; a different one is a conflict.
+fn merge_file(src: &Path, dest: &Path) -> Result<bool, LayoutError> {
+    let bytes = std::fs::read(src).map_err(io(src))?;
+    if dest.exists() {
+        let old = std::fs::read(dest).map_err(io(dest))?;
+        return if old == bytes {
+            Ok(false)
+        } else {
+            Err(LayoutError::Conflict {
+                path: dest.to_path_buf(),
+                message: format!("differs from {}", src.display()),
+            })
+        };
+    }
+    if let Some(parent) = dest.parent() {
+        std::fs::create_dir_all(parent).map_err(io(parent))?;
+    }
+    write_atomic(dest, &bytes)?;
+    Ok(true)
+}
+
+fn copy_file(src: &Path, dest: &Path) -> Result<(), LayoutError> {
+    let bytes = std::fs::read(src).map_err(io(src))?;
+    if let Some(parent) = dest.parent() {
+        std::fs::create_dir_all(parent).map_err(io(parent))?;
+    }
+    write_atomic(dest, &bytes)?;
+    Ok(())
+}
+
+/// What [`collect`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CollectStats {
+    pub points: usize,
+    /// Seeds copied (files already present and identical are not counted).
+    pub seeds_copied: usize,
+}
+
+/// Merge sweep directories (e.g. one per shard) into `dest`, then rebuild its aggregates.
+///
+/// Sources must agree on `points.csv`. Per-seed files are copied when missing; an existing
+/// file must be identical except the per-seed summary (whose `seconds` column varies), which is
+/// kept. A metrics file is copied only with its summary. Idempotent: collecting again changes
+/// nothing. A source equal to `dest` is only rebuilt.
+pub fn collect(sources: &[PathBuf], dest: &Path) -> Result<CollectStats, LayoutError> {
+    let d = SweepDir {
+        root: dest.to_path_buf(),
+    };
+    std::fs::create_dir_all(dest).map_err(io(dest))?;
+    let mut stats = CollectStats::default();
+    let dest_canon = dest.canonicalize().map_err(io(dest))?;
+    for src in sources {
+        let s = SweepDir { root: src.clone() };
+        if !SweepDir::is_sweep(src) {
+            return Err(LayoutError::Conflict {
+                path: src.clone(),
+                message: "not a sweep directory (no points.csv)".into(),
+            });
+        }
+        if src.canonicalize().map_err(io(src))? == dest_canon {
+            continue;
+        }
+        merge_file(&s.points_csv(), &d.points_csv())?;
+        let (_, rows) = s.read_points()?;
+        for row in rows {
+            let (sp, dp) = (s.point(&row[1]), d.point(&row[1]));
+            if sp.config().exists() {
+                merge_file(&sp.config(), &dp.config())?;
+            }
+            if sp.rdp().exists() {
+                merge_file(&sp.rdp(), &dp.rdp())?;
+            }
+            for seed in sp.complete_seeds()? {
+                if dp.is_complete(seed) {
+                    continue;
+                }
+                // An incomplete seed in dest (metrics without summary) is replaced.
+                copy_file(&sp.seed_metrics(seed), &dp.seed_metrics(seed))?;
+                copy_file(&sp.seed_summary(seed), &dp.seed_summary(seed))?;
+                stats.seeds_copied += 1;
+            }
+        }
+    }
+    if SweepDir::is_sweep(dest) {
+        stats.points = d.read_points()?.1.len();
+        d.rebuild()?;
+    }
+    Ok(stats)
+}
