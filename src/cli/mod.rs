@@ -54,7 +54,9 @@ pub const MAX_THREADS: usize = 1024;
 pub fn parse_threads(text: &str) -> Result<usize, String> {
     match text.parse::<usize>() {
         Ok(n) if (1..=MAX_THREADS).contains(&n) => Ok(n),
-        _ => Err(format!("expected a whole number from 1 to {MAX_THREADS}, found `{text}`")),
+        _ => Err(format!(
+            "expected a whole number from 1 to {MAX_THREADS}, found `{text}`"
+        )),
     }
 }
 
