@@ -104,7 +104,9 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let thread_counts = match args.threads {
-        Some(0) => return Err(bad_input!("--threads: must be at least 1")),
+        Some(t) if !(1..=1024).contains(&t) => {
+            return Err(bad_input!("--threads {t}: must be between 1 and 1024"));
+        }
         Some(t) => vec![t],
         None if cores > 1 => vec![1, cores],
         None => vec![1],

@@ -293,6 +293,13 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         let _ = ctrlc::set_handler(move || cancel.store(true, Ordering::SeqCst));
     }
     let threads = match (args.threads, exp.spec.train.threads) {
+        // The bound of `train.threads` (docs/config.md): a huge count would exhaust memory
+        // building the pool instead of answering.
+        (Some(t), _) if !(1..=1024).contains(&t) => {
+            return Err(bad_input(anyhow::anyhow!(
+                "--threads {t}: must be between 1 and 1024"
+            )));
+        }
         (Some(t), _) | (None, Threads::Count(t)) => t,
         (None, Threads::Auto) => std::thread::available_parallelism()
             .map(|n| n.get())
