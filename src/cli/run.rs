@@ -404,11 +404,16 @@ fn print_plan(exp: &Experiment, out: &Path) {
                 .map(|e| format!(" for epsilon {e}"))
                 .unwrap_or_default();
             println!(
-                "privacy: noise_multiplier {:.6} ({how}{target}), clip_norm {}, delta {}, accountant {}, noise seeded (reproducible; not for deployment)",
+                "privacy: noise_multiplier {:.6} ({how}{target}), clip_norm {}, delta {}, accountant {}, {}",
                 pp.noise_multiplier,
                 p.clip_norm.map(|c| c.to_string()).unwrap_or_default(),
                 pp.delta,
-                pp.accountant
+                pp.accountant,
+                if exp.spec.privacy.as_ref().is_some_and(|s| s.secure_noise) {
+                    "noise secure (OS-seeded ChaCha20; not reproducible)"
+                } else {
+                    "noise seeded (reproducible; not for deployment)"
+                }
             );
         }
         None => println!("privacy: disabled (non-private baseline; epsilon is infinite)"),

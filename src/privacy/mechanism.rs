@@ -7,17 +7,36 @@
 //! sensitivity: clipping policies call this one, and the event they record carries the same
 //! `noise_multiplier` (see [`crate::privacy::event::DpEvent::Gaussian`]).
 //!
-//! Randomness: the caller passes the RNG (a per-run noise stream seeded from the run's seed, or a
-//! cryptographic RNG in a secure mode). Standard normals come from `rand_distr::StandardNormal`
-//! (ziggurat), drawn in f64. Floating-point noise is known to leak through the low bits of the
-//! samples (Mironov 2012, "On significance of the least significant bits for differential
-//! privacy"); like Opacus's default mode, this mechanism does not defend against that attack.
+//! Randomness: the caller passes a [`GaussianSource`]. Every `rand` RNG is one (a per-run
+//! noise stream seeded from the run's seed: reproducible, for research): its standard normals
+//! come from `rand_distr::StandardNormal` (ziggurat), drawn in f64. Floating-point noise is
+//! known to leak through the low bits of the samples (Mironov 2012, "On significance of the
+//! least significant bits for differential privacy"); like Opacus's default mode, seeded noise
+//! does not defend against that attack. With `privacy.secure_noise = true` the source is
+//! [`crate::privacy::secure_rng::SecureGaussian`]: ChaCha20 seeded from the OS, each normal a
+//! sum of four normals over two (Opacus's `secure_mode` defence; limits in docs/security.md).
 //!
 //! This module never imports `model` or `train`.
 
 use ndarray::ArrayViewMut1;
 use rand::Rng;
 use rand_distr::StandardNormal;
+
+/// A source of i.i.d. standard normal draws for the noise mechanisms.
+///
+/// Every `rand` RNG is one (a ziggurat draw per call); the secure mode's
+/// [`crate::privacy::secure_rng::SecureGaussian`] is one without being an `RngCore`, so its
+/// bits cannot leak into anything but noise.
+pub trait GaussianSource {
+    /// One draw of N(0, 1).
+    fn standard_normal(&mut self) -> f64;
+}
+
+impl<R: Rng + ?Sized> GaussianSource for R {
+    fn standard_normal(&mut self) -> f64 {
+        self.sample(StandardNormal)
+    }
+}
 
 /// Errors in a mechanism's parameters.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -43,7 +62,7 @@ pub enum MechanismError {
 /// let noise_std = add_gaussian_noise(sum.view_mut(), 1.1, 2.0, &mut rng).unwrap();
 /// assert_eq!(noise_std, 1.1 * 2.0);
 /// ```
-pub fn add_gaussian_noise<R: Rng + ?Sized>(
+pub fn add_gaussian_noise<R: GaussianSource + ?Sized>(
     mut sum: ArrayViewMut1<'_, f64>,
     noise_multiplier: f64,
     sensitivity: f64,
@@ -58,8 +77,7 @@ pub fn add_gaussian_noise<R: Rng + ?Sized>(
     let noise_std = noise_multiplier * sensitivity;
     if noise_std > 0.0 {
         for v in sum.iter_mut() {
-            let z: f64 = rng.sample(StandardNormal);
-            *v += noise_std * z;
+            *v += noise_std * rng.standard_normal();
         }
     }
     Ok(noise_std)

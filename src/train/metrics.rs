@@ -65,7 +65,8 @@ pub struct SummaryRow {
     pub noise_multiplier: Option<f64>,
     /// False when an assumption of the accountant fails (shuffle sampling, δ ≥ 1/n, ...).
     pub epsilon_guaranteed: bool,
-    /// `seeded` (reproducible noise) or `none` for a non-private run.
+    /// `seeded` (reproducible noise), `secure` (OS-seeded cryptographic noise, not
+    /// reproducible; `privacy.secure_noise`) or `none` for a non-private run.
     pub noise_mode: String,
     /// Wall-clock seconds of this seed (the only column that varies between identical runs).
     pub seconds: f64,

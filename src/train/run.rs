@@ -14,7 +14,9 @@
 //! ```
 //!
 //! Randomness: four independent ChaCha12 streams (initialisation, sampling, noise) derived from the
-//! seed, so a seed's result never depends on thread count or on other seeds.
+//! seed, so a seed's result never depends on thread count or on other seeds. With
+//! `privacy.secure_noise = true` the noise stream alone is replaced by an OS-seeded ChaCha20
+//! source (`privacy::secure_rng`): such runs are not reproducible.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -33,6 +35,8 @@ use crate::grad::{GradError, PerSampleGradients};
 use crate::privacy::clip::ClipError;
 use crate::privacy::clip::flat::{clipped_sum, privatize_flat};
 use crate::privacy::event::{DpEvent, EventLedger};
+use crate::privacy::mechanism::GaussianSource;
+use crate::privacy::secure_rng::{SecureGaussian, SecureRngError};
 
 /// Stream ids of a seed's random streams.
 const STREAM_INIT: u64 = 1;
@@ -153,7 +157,7 @@ pub fn train_seed(
     let mut opt_state = plan.optimizer.init_state(params.len());
     let mut sampler = make_sampler(plan.sampler, n, plan.sample_rate)?;
     let mut rng_sampling = stream_rng(seed, STREAM_SAMPLING);
-    let mut rng_noise = stream_rng(seed, STREAM_NOISE);
+    let mut rng_noise = noise_source(exp, seed).map_err(|e| step_err(0, e.to_string()))?;
     let mut ledger = EventLedger::new();
     let eval = Evaluator { exp };
 
@@ -337,10 +341,10 @@ pub fn train_seed(
         accountant: privacy.map(|p| p.accountant.name().to_string()),
         noise_multiplier: privacy.map(|p| p.noise_multiplier),
         epsilon_guaranteed: privacy.is_some_and(|p| p.epsilon_guaranteed),
-        noise_mode: if privacy.is_some() {
-            "seeded".into()
-        } else {
-            "none".into()
+        noise_mode: match (privacy, &rng_noise) {
+            (None, _) => "none".into(),
+            (Some(_), NoiseSource::Seeded(_)) => "seeded".into(),
+            (Some(_), NoiseSource::Secure(_)) => "secure".into(),
         },
         seconds: started.elapsed().as_secs_f64(),
     };
@@ -349,6 +353,30 @@ pub fn train_seed(
         summary,
         ledger,
     })))
+}
+
+/// A seed's noise: the reproducible noise stream of its seed, or (`privacy.secure_noise = true`)
+/// an OS-seeded cryptographic source that no seed reproduces.
+enum NoiseSource {
+    Seeded(ChaCha12Rng),
+    Secure(SecureGaussian),
+}
+
+impl GaussianSource for NoiseSource {
+    fn standard_normal(&mut self) -> f64 {
+        match self {
+            NoiseSource::Seeded(r) => r.standard_normal(),
+            NoiseSource::Secure(r) => r.standard_normal(),
+        }
+    }
+}
+
+fn noise_source(exp: &Experiment, seed: u64) -> Result<NoiseSource, SecureRngError> {
+    if exp.spec.privacy.as_ref().is_some_and(|p| p.secure_noise) {
+        Ok(NoiseSource::Secure(SecureGaussian::from_os()?))
+    } else {
+        Ok(NoiseSource::Seeded(stream_rng(seed, STREAM_NOISE)))
+    }
 }
 
 /// A 64-bit seed for stream `stream` of run seed `seed` (SplitMix64 of their combination), for

@@ -9,12 +9,11 @@
 //! for; the event's `noise_multiplier` is always relative to C).
 
 use ndarray::Array1;
-use rand::Rng;
 
 use super::{ClipError, Release};
 use crate::grad::PerSampleGradients;
 use crate::privacy::event::DpEvent;
-use crate::privacy::mechanism::add_gaussian_noise;
+use crate::privacy::mechanism::{GaussianSource, add_gaussian_noise};
 
 /// Clipping weights w_i = min(1, C / ‖g_i‖) (1 for a zero gradient). A non-finite norm is an
 /// error: its example cannot be scaled to norm C.
@@ -48,7 +47,7 @@ pub fn clipped_sum(
 
 /// One private release of DP-SGD with flat clipping: the clipped sum plus N(0, (σ·C)² I), and the
 /// event `Gaussian { noise_multiplier: σ }` (the caller wraps it in its sampling event).
-pub fn privatize_flat<R: Rng + ?Sized>(
+pub fn privatize_flat<R: GaussianSource + ?Sized>(
     grads: &dyn PerSampleGradients,
     clip_norm: f64,
     noise_multiplier: f64,

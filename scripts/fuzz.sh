@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Fuzz every dataset parser (IDX, CIFAR, LIBSVM, CSV) and the config parser for a bounded time.
+#
+#   scripts/fuzz.sh [SECONDS_PER_TARGET]     (default 60)
+#
+# Needs a nightly toolchain and cargo-fuzz (`rustup toolchain install nightly`,
+# `cargo install cargo-fuzz`). The seed corpus (small valid files) is generated here into
+# fuzz/corpus/ and is never committed. Exit status is non-zero if any target finds a crash;
+# the crashing input is then in fuzz/artifacts/<target>/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+secs="${1:-60}"
+corpus=fuzz/corpus
+rm -rf "$corpus"
+mkdir -p "$corpus"/{idx,cifar,libsvm,csv,config}
+
+# IDX (MNIST layout): magic 0 0 type ndim, big-endian dims, then data.
+printf '\x00\x00\x08\x03\x00\x00\x00\x02\x00\x00\x00\x03\x00\x00\x00\x02' >"$corpus/idx/images"
+head -c 12 /dev/zero | tr '\0' '\7' >>"$corpus/idx/images"
+printf '\x00\x00\x08\x01\x00\x00\x00\x02\x01\x07' >"$corpus/idx/labels"
+cat "$corpus/idx/images" "$corpus/idx/labels" >"$corpus/idx/pair"
+
+# CIFAR-10 binary batches: records of 1 label byte + 3072 pixel bytes; a gzip and a tar.gz.
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+for name in data_batch_1 data_batch_2 data_batch_3 data_batch_4 data_batch_5 test_batch; do
+  { printf '\x03'; head -c 3072 /dev/zero; printf '\x09'; head -c 3072 /dev/zero | tr '\0' '\200'; } \
+    >"$tmp/$name.bin"
+done
+cp "$tmp/data_batch_1.bin" "$corpus/cifar/batch.bin"
+gzip -c "$tmp/test_batch.bin" >"$corpus/cifar/batch.bin.gz"
+tar -C "$tmp" -czf "$corpus/cifar/cifar-10-binary.tar.gz" \
+  data_batch_1.bin data_batch_2.bin data_batch_3.bin data_batch_4.bin data_batch_5.bin test_batch.bin
+
+# LIBSVM (a9a style) and CSV.
+printf -- '-1 3:1 11:1 14:1\n+1 5:1 7:1 14:1 123:1\n' >"$corpus/libsvm/a9a"
+printf '1 1:0.5 2:-1.25e-3\n0 2:7\n' >"$corpus/libsvm/real"
+printf 'label,x1,x2\n0,0.5,1.0\n1,-2,3e-2\n' >"$corpus/csv/header"
+printf '1,2,3\n0,4.5,6\n' >"$corpus/csv/plain"
+
+# Configs: the shipped examples.
+cp configs/*.toml "$corpus/config/"
+
+status=0
+for target in idx cifar libsvm csv config; do
+  echo "== fuzz $target for ${secs}s"
+  mkdir -p "fuzz/artifacts/$target"
+  # -rss_limit_mb bounds memory: an allocation driven by an untrusted header fails the run.
+  if ! cargo +nightly fuzz run --fuzz-dir fuzz "$target" "$corpus/$target" -- \
+      -max_total_time="$secs" -rss_limit_mb=1024 -max_len=65536 -timeout=10 \
+      -artifact_prefix="fuzz/artifacts/$target/" 2>&1 | tee "$tmp/$target.log" | grep -E '^==' || true; then
+    :
+  fi
+  if grep -qE 'ERROR: libFuzzer|SUMMARY: .*Sanitizer|panicked' "$tmp/$target.log"; then
+    echo "!! $target: crash, see fuzz/artifacts/$target/"
+    grep -E 'panicked|ERROR|SUMMARY' "$tmp/$target.log" | head -5
+    status=1
+  fi
+  grep -E '^Done [0-9]+ runs' "$tmp/$target.log" || true
+done
+exit "$status"

@@ -1,0 +1,309 @@
+//! Crash safety of `dpx run` (issue 9, item 2) on the built binary: SIGKILL at several points
+//! leaves no partial or corrupt CSV, `--resume` finishes with the outputs of an uninterrupted
+//! run; a read-only output directory and a full disk are reported clearly.
+//!
+//! The full-disk and read-only cases mount a small tmpfs and need root; without it they say so
+//! on stderr and check nothing else.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command as Process, Stdio};
+use std::time::{Duration, Instant};
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+
+fn dpx() -> Command {
+    Command::cargo_bin("dpx").expect("the dpx binary is built")
+}
+
+fn dpx_path() -> PathBuf {
+    assert_cmd::cargo::cargo_bin("dpx")
+}
+
+const SEEDS: [u64; 5] = [0, 1, 2, 3, 4];
+
+fn config(dir: &Path, eval_every_steps: u32) -> PathBuf {
+    let text = format!(
+        r#"
+[experiment]
+name = "crash"
+seeds = [0, 1, 2, 3, 4]
+
+[data]
+dataset = "gaussian_mixture"
+
+[data.synthetic]
+n_train = 4000
+n_test = 500
+n_features = 20
+n_classes = 3
+separation = 4.0
+seed = 3
+
+[model]
+architecture = "mlp"
+hidden = [32]
+
+[train]
+epochs = 8
+expected_batch_size = 50
+learning_rate = 0.3
+eval_every_steps = {eval_every_steps}
+
+[clip]
+clip_norm = 1.0
+
+[noise]
+noise_multiplier = 1.0
+
+[privacy]
+delta = 1e-5
+"#
+    );
+    let path = dir.join("crash.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn seed_summaries(out: &Path) -> usize {
+    SEEDS
+        .iter()
+        .filter(|s| out.join(format!("seeds/{s}.summary.csv")).exists())
+        .count()
+}
+
+/// Start `dpx run`, wait until `done` seed summaries exist (or `delay` passed when `done` is 0),
+/// then SIGKILL it. Returns the seed files present at the kill.
+fn run_and_kill(cfg: &Path, out: &Path, resume: bool, done: usize, delay: Duration) -> usize {
+    let mut cmd = Process::new(dpx_path());
+    cmd.args(["run", "--quiet", "--threads", "1", "--out"])
+        .arg(out)
+        .arg(cfg)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    if resume {
+        cmd.arg("--resume");
+    }
+    let mut child = cmd.spawn().unwrap();
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("dpx finished ({status}) before the kill point {done}");
+        }
+        let ready = if done == 0 {
+            start.elapsed() >= delay
+        } else {
+            seed_summaries(out) >= done
+        };
+        if ready {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(120), "no progress");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    child.kill().unwrap(); // SIGKILL on Unix
+    child.wait().unwrap();
+    seed_summaries(out)
+}
+
+/// Every CSV under `out` parses with a constant number of fields and at least a header and a row;
+/// the experiment-level files are absent or list only complete seeds.
+fn assert_no_partial_csv(out: &Path) {
+    let mut files: Vec<PathBuf> = Vec::new();
+    for dir in [out.to_path_buf(), out.join("seeds")] {
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in rd {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|x| x == "csv") {
+                files.push(p);
+            }
+        }
+    }
+    for p in &files {
+        let mut r = csv::Reader::from_path(p).unwrap();
+        let width = r
+            .headers()
+            .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+            .len();
+        let mut rows = 0;
+        for rec in r.records() {
+            let rec = rec.unwrap_or_else(|e| panic!("{} is corrupt: {e}", p.display()));
+            assert_eq!(rec.len(), width, "{} has a short row", p.display());
+            rows += 1;
+        }
+        assert!(rows > 0, "{} has no rows", p.display());
+        let text = std::fs::read_to_string(p).unwrap();
+        assert!(text.ends_with('\n'), "{} is cut off", p.display());
+    }
+    // A seed's summary is written after its metrics: a summary without metrics is corrupt.
+    for s in SEEDS {
+        if out.join(format!("seeds/{s}.summary.csv")).exists() {
+            assert!(out.join(format!("seeds/{s}.metrics.csv")).exists());
+        }
+    }
+    // The experiment-level summary names only seeds whose own files are complete.
+    if out.join("summary.csv").exists() {
+        let mut r = csv::Reader::from_path(out.join("summary.csv")).unwrap();
+        for rec in r.records() {
+            let seed = rec.unwrap()[0].to_string();
+            assert!(
+                out.join(format!("seeds/{seed}.summary.csv")).exists(),
+                "summary.csv lists seed {seed}"
+            );
+        }
+    }
+}
+
+/// summary.csv without its wall-clock `seconds` column (the only column that varies).
+fn summary_without_seconds(out: &Path) -> Vec<Vec<String>> {
+    let mut r = csv::Reader::from_path(out.join("summary.csv")).unwrap();
+    let i = r
+        .headers()
+        .unwrap()
+        .iter()
+        .position(|h| h == "seconds")
+        .unwrap();
+    r.records()
+        .map(|rec| {
+            rec.unwrap()
+                .iter()
+                .enumerate()
+                .filter(|&(j, _)| j != i)
+                .map(|(_, v)| v.to_string())
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn sigkill_then_resume_equals_an_uninterrupted_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), 20);
+    let reference = dir.path().join("reference");
+    dpx()
+        .args(["run", "--quiet", "--threads", "1", "--out"])
+        .arg(&reference)
+        .arg(&cfg)
+        .assert()
+        .success();
+    let want_metrics = std::fs::read(reference.join("metrics.csv")).unwrap();
+    let want_summary = summary_without_seconds(&reference);
+
+    // Kill points: early (before any seed: 50 ms and 300 ms), after 1, 2, 3 and 4 seeds, and a
+    // kill of the resumed run itself after it completed one more seed.
+    let plans: Vec<Vec<(usize, u64)>> = vec![
+        vec![(0, 50)],
+        vec![(0, 300)],
+        vec![(1, 0)],
+        vec![(2, 0)],
+        vec![(3, 0)],
+        vec![(4, 0)],
+        vec![(1, 0), (3, 0)],
+    ];
+    let mut cycles = 0;
+    for (i, kills) in plans.iter().enumerate() {
+        let out = dir.path().join(format!("killed{i}"));
+        for (k, &(done, ms)) in kills.iter().enumerate() {
+            let present = run_and_kill(&cfg, &out, k > 0, done, Duration::from_millis(ms));
+            assert!(
+                present < SEEDS.len(),
+                "plan {i}: the run finished before the kill"
+            );
+            assert_no_partial_csv(&out);
+            cycles += 1;
+        }
+        dpx()
+            .args(["run", "--quiet", "--resume", "--threads", "1", "--out"])
+            .arg(&out)
+            .arg(&cfg)
+            .assert()
+            .success();
+        assert_no_partial_csv(&out);
+        assert_eq!(
+            std::fs::read(out.join("metrics.csv")).unwrap(),
+            want_metrics,
+            "plan {i}: metrics.csv differs from the uninterrupted run"
+        );
+        assert_eq!(summary_without_seconds(&out), want_summary, "plan {i}");
+    }
+    eprintln!("kill-and-resume cycles passed: {cycles}");
+    assert_eq!(cycles, 8);
+}
+
+/// A tmpfs of `size` mounted at `dir` (root only); unmounted on drop.
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    fn mount(dir: &Path, options: &str) -> Option<Tmpfs> {
+        std::fs::create_dir_all(dir).unwrap();
+        let ok = Process::new("mount")
+            .args(["-t", "tmpfs", "-o", options, "tmpfs"])
+            .arg(dir)
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then(|| Tmpfs(dir.to_path_buf()))
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Process::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn read_only_output_directory_is_exit_2_with_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), 20);
+    let Some(fs) = Tmpfs::mount(&dir.path().join("ro"), "size=64k,ro") else {
+        eprintln!("skipped: mounting a read-only tmpfs needs root");
+        return;
+    };
+    let assert = dpx()
+        .args(["run", "--quiet", "--out"])
+        .arg(fs.0.join("out"))
+        .arg(&cfg)
+        .assert()
+        .code(2)
+        .stderr(
+            predicate::str::contains("output directory").and(predicate::str::contains("Read-only")),
+        );
+    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+}
+
+#[test]
+fn full_disk_is_reported_with_the_file_and_exit_1() {
+    let dir = tempfile::tempdir().unwrap();
+    // eval_every_steps = 1: each seed's metrics file is tens of kilobytes, more than the disk.
+    let cfg = config(dir.path(), 1);
+    let Some(fs) = Tmpfs::mount(&dir.path().join("full"), "size=64k") else {
+        eprintln!("skipped: mounting a tmpfs needs root");
+        return;
+    };
+    let out = fs.0.join("out");
+    let assert = dpx()
+        .args(["run", "--quiet", "--threads", "1", "--out"])
+        .arg(&out)
+        .arg(&cfg)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("No space left on device"));
+    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains(".csv"),
+        "the error names the file: {stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    // Whatever was written is whole: no partial CSV and no temporary file left behind.
+    assert_no_partial_csv(&out);
+    for d in [out.clone(), out.join("seeds")] {
+        for e in std::fs::read_dir(&d).into_iter().flatten() {
+            let name = e.unwrap().file_name().to_string_lossy().into_owned();
+            assert!(!name.ends_with(".tmp"), "left behind: {name}");
+        }
+    }
+}

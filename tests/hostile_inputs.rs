@@ -1,0 +1,414 @@
+//! Hostile inputs (issue 9, item 1): every config key with wrong types, huge values, NaN and
+//! ±∞, and every flag of `dpx run`, `dpx account`, `dpx bench` and `dpx data fetch` with random
+//! values. Outcome in every case: success, or exit 2 with one error line; never a panic
+//! (exit 101), never a hang (each invocation is bounded in time).
+
+use std::collections::BTreeSet;
+use std::io::Read;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use dpx::config::RawConfig;
+use proptest::prelude::*;
+use proptest::strategy::ValueTree;
+use proptest::test_runner::{Config as PtConfig, RngAlgorithm, TestRng, TestRunner};
+
+const BASE: &str = r#"[experiment]
+name = "hostile"
+seeds = [0]
+
+[data]
+dataset = "gaussian_mixture"
+
+[data.synthetic]
+n_train = 300
+n_test = 100
+n_features = 4
+n_classes = 2
+
+[model]
+architecture = "logistic"
+
+[train]
+epochs = 1
+expected_batch_size = 30
+learning_rate = 0.5
+
+[clip]
+clip_norm = 1.0
+
+[privacy]
+epsilon = 3.0
+delta = 1e-5
+"#;
+
+/// Hostile TOML values: wrong types, out-of-range and non-finite numbers, huge values.
+const HOSTILE_VALUES: &[&str] = &[
+    "nan",
+    "+inf",
+    "-inf",
+    "\"NaN\"",
+    "\"inf\"",
+    "\"-inf\"",
+    "1e308",
+    "-1e308",
+    "5e-324",
+    "0",
+    "-1",
+    "9223372036854775807",
+    "-9223372036854775808",
+    "true",
+    "\"\"",
+    "\"not a value\"",
+    "[1, 2, 3]",
+    "[]",
+    "{ a = 1 }",
+    "1979-05-27T07:32:00Z",
+];
+
+/// Dotted paths of every leaf key of the schema (arrays of tables as `name[].key`).
+fn walk(prefix: &str, value: &toml::Value, out: &mut BTreeSet<String>) {
+    match value {
+        toml::Value::Table(t) => {
+            for (k, v) in t {
+                let path = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                walk(&path, v, out);
+            }
+        }
+        toml::Value::Array(items) if items.iter().any(|i| i.is_table()) => {
+            for item in items {
+                walk(&format!("{prefix}[]"), item, out);
+            }
+        }
+        _ => {
+            out.insert(prefix.to_string());
+        }
+    }
+}
+
+fn every_key() -> Vec<String> {
+    let value = toml::Value::try_from(RawConfig::every_key_example()).expect("serialises");
+    let mut keys = BTreeSet::new();
+    walk("", &value, &mut keys);
+    keys.into_iter().collect()
+}
+
+/// BASE with `key = value` set (keys of arrays of tables go into one `[[table]]` entry).
+fn config_with(key: &str, value: &str) -> String {
+    match key.split_once("[]") {
+        Some((table, rest)) => format!(
+            "{BASE}\n[[{table}]]\n{} = {value}\n",
+            rest.trim_start_matches('.')
+        ),
+        None => {
+            let (table, leaf) = key.rsplit_once('.').unwrap_or(("", key));
+            let mut doc: toml::Table = BASE.parse().unwrap();
+            // Drop the key if BASE sets it, then append it in its own table header.
+            let mut t = &mut doc;
+            for part in table.split('.').filter(|p| !p.is_empty()) {
+                t = t
+                    .entry(part)
+                    .or_insert_with(|| toml::Value::Table(Default::default()))
+                    .as_table_mut()
+                    .expect("a table");
+            }
+            t.remove(leaf);
+            let mut text = toml::to_string(&doc).unwrap();
+            if table.is_empty() {
+                text = format!("{leaf} = {value}\n{text}");
+            } else {
+                text.push_str(&format!("\n[{table}]\n{leaf} = {value}\n"));
+            }
+            text
+        }
+    }
+}
+
+/// The outcome of one bounded invocation of the binary.
+struct Outcome {
+    code: Option<i32>,
+    stderr: String,
+    timed_out: bool,
+}
+
+/// Run the binary in `cwd` (a temporary directory: a random relative `--out` or `--data-dir`
+/// must not land in the repository).
+fn run_bounded(cwd: &Path, args: &[&str], limit: Duration) -> Outcome {
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("dpx"))
+        .current_dir(cwd)
+        .args(args)
+        .env_remove("DPX_DATA_DIR")
+        .env_remove("DPX_DATA_MIRROR")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr_pipe = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr_pipe.read_to_string(&mut s);
+        s
+    });
+    let start = Instant::now();
+    let (code, timed_out) = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break (status.code(), false);
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            break (None, true);
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    Outcome {
+        code,
+        stderr: reader.join().unwrap(),
+        timed_out,
+    }
+}
+
+/// How an invocation may end besides success and exit 2.
+#[derive(Clone, Copy, PartialEq)]
+enum Allow {
+    /// Only success or exit 2.
+    Strict,
+    /// Also exit 1 with one error line: an environment failure (network refused, disk).
+    EnvFailure,
+    /// Also running past the time bound: the flag sizes the work (`bench --steps 1e18` is a
+    /// long benchmark the user asked for, not a hang).
+    LongWork,
+}
+
+/// None when the outcome is acceptable, else a description of the failure.
+fn judge(what: &str, o: &Outcome, allow: Allow) -> Option<String> {
+    if o.timed_out {
+        return (allow != Allow::LongWork)
+            .then(|| format!("{what}: no answer within the time bound"));
+    }
+    match o.code {
+        Some(0) => None,
+        Some(1) if allow == Allow::EnvFailure => (o.stderr.lines().count() != 1)
+            .then(|| format!("{what}: exit 1 without one line: {:?}", o.stderr)),
+        Some(2) => {
+            let lines: Vec<&str> = o
+                .stderr
+                .lines()
+                .filter(|l| l.starts_with("error") || l.starts_with("Error"))
+                .collect();
+            (lines.len() != 1)
+                .then(|| format!("{what}: exit 2 without one error line: {:?}", o.stderr))
+        }
+        c => Some(format!("{what}: exit {c:?}: {}", o.stderr.trim())),
+    }
+}
+
+#[test]
+fn every_key_with_every_hostile_value_never_panics_in_the_parser() {
+    let keys = every_key();
+    assert!(keys.len() > 60, "{} keys", keys.len());
+    let mut tried = 0;
+    for key in &keys {
+        for value in HOSTILE_VALUES {
+            let text = config_with(key, value);
+            let r = std::panic::catch_unwind(|| dpx::config::load_str(&text, Path::new("h.toml")));
+            assert!(r.is_ok(), "{key} = {value} panicked");
+            tried += 1;
+        }
+    }
+    eprintln!(
+        "config parser: {tried} hostile configs ({} keys x {} values)",
+        keys.len(),
+        HOSTILE_VALUES.len()
+    );
+}
+
+#[test]
+fn a_sample_of_hostile_configs_through_the_binary() {
+    let keys = every_key();
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = TestRng::from_seed(RngAlgorithm::ChaCha, &[9; 32]);
+    let mut failures = Vec::new();
+    let mut tried = 0;
+    // Every key once (with a random hostile value), through `dpx account --config`, which
+    // validates the config, prepares the data and plans the run without training.
+    for (i, key) in keys.iter().enumerate() {
+        let value = HOSTILE_VALUES[(rng.next_u32() as usize) % HOSTILE_VALUES.len()];
+        let path = dir.path().join(format!("c{i}.toml"));
+        std::fs::write(&path, config_with(key, value)).unwrap();
+        let data = dir.path().join("data");
+        let o = run_bounded(
+            dir.path(),
+            &[
+                "account",
+                "--config",
+                path.to_str().unwrap(),
+                "--data-dir",
+                data.to_str().unwrap(),
+            ],
+            Duration::from_secs(30),
+        );
+        tried += 1;
+        if let Some(f) = judge(&format!("{key} = {value}"), &o, Allow::Strict) {
+            failures.push(f);
+        }
+    }
+    eprintln!("config through the binary: {tried} invocations");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// A random hostile flag value: numbers at the edges, non-finite spellings, junk text.
+fn flag_value() -> impl Strategy<Value = String> {
+    prop_oneof![
+        prop::sample::select(vec![
+            "nan",
+            "NaN",
+            "inf",
+            "-inf",
+            "+inf",
+            "infinity",
+            "0",
+            "-0",
+            "-1",
+            "1e308",
+            "-1e308",
+            "5e-324",
+            "1e-400",
+            "18446744073709551616",
+            "9223372036854775807",
+            "",
+            " ",
+            "0x10",
+            "1,5",
+            "\u{00e9}",
+            "--",
+            "-",
+        ])
+        .prop_map(String::from),
+        any::<i64>().prop_map(|v| v.to_string()),
+        any::<f64>().prop_map(|v| v.to_string()),
+        "[ -~]{0,12}",
+    ]
+}
+
+#[test]
+fn every_flag_with_random_values_answers_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("base.toml");
+    std::fs::write(&cfg, BASE).unwrap();
+    let data = dir.path().join("data");
+    let cfg = cfg.to_str().unwrap().to_string();
+    let data = data.to_str().unwrap().to_string();
+    // Each subcommand's flags, with defaults that keep a clean invocation fast; the mutated flag
+    // replaces its default. `data fetch` always points at a closed local port.
+    type Flags = Vec<(&'static str, Option<String>)>;
+    let subcommands: Vec<(Vec<String>, Flags)> = vec![
+        (
+            vec![
+                "run".into(),
+                "--quiet".into(),
+                "--overwrite".into(),
+                cfg.clone(),
+            ],
+            vec![
+                ("--out", None),
+                ("--threads", Some("1".into())),
+                ("--data-dir", Some(data.clone())),
+            ],
+        ),
+        (
+            vec!["account".into()],
+            vec![
+                ("--epsilon", Some("1".into())),
+                ("--delta", Some("1e-5".into())),
+                ("--noise-multiplier", None),
+                ("--sample-rate", Some("0.01".into())),
+                ("--dataset-size", None),
+                ("--batch-size", None),
+                ("--steps", Some("100".into())),
+                ("--epochs", None),
+                ("--schedule", None),
+                ("--mechanism", None),
+                ("--scale", None),
+                ("--accountant", None),
+                ("--sampling", None),
+                ("--relation", None),
+                ("--rdp-conversion", None),
+                ("--zcdp-conversion", None),
+                ("--orders", None),
+                ("--pld-interval", None),
+                ("--config", None),
+                ("--data-dir", None),
+            ],
+        ),
+        (
+            vec!["bench".into(), "--no-sgemm".into()],
+            vec![
+                ("--workload", Some("logreg_mnist".into())),
+                ("--steps", Some("1".into())),
+                ("--threads", Some("1".into())),
+                ("--batch", Some("8".into())),
+                ("--mode", Some("nonprivate".into())),
+            ],
+        ),
+        (
+            vec!["data".into(), "fetch".into()],
+            vec![
+                ("NAME", Some("a9a".into())),
+                ("--data-dir", Some(data.clone())),
+                ("--mirror", Some("http://127.0.0.1:9/".into())),
+            ],
+        ),
+    ];
+    let mut runner = TestRunner::new_with_rng(
+        PtConfig::default(),
+        TestRng::from_seed(RngAlgorithm::ChaCha, &[5; 32]),
+    );
+    let strategy = flag_value();
+    let mut failures = Vec::new();
+    let mut tried = 0;
+    let rounds = 3;
+    for (base, flags) in &subcommands {
+        for (i, (flag, _)) in flags.iter().enumerate() {
+            let allow = match (base[0].as_str(), *flag) {
+                ("data", _) => Allow::EnvFailure,
+                ("bench", "--steps" | "--batch") => Allow::LongWork,
+                _ => Allow::Strict,
+            };
+            for _ in 0..rounds {
+                let value = strategy.new_tree(&mut runner).unwrap().current();
+                let out = dir.path().join(format!("out{tried}"));
+                let mut args: Vec<String> = base.clone();
+                for (j, (f, default)) in flags.iter().enumerate() {
+                    let v = if i == j {
+                        Some(value.clone())
+                    } else if *f == "--out" {
+                        Some(out.to_str().unwrap().to_string())
+                    } else {
+                        default.clone()
+                    };
+                    match v {
+                        Some(v) if *f == "NAME" => args.push(v),
+                        // `--flag=value` keeps a value starting with '-' a value.
+                        Some(v) => args.push(format!("{f}={v}")),
+                        None => {}
+                    }
+                }
+                let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+                let o = run_bounded(dir.path(), &argv, Duration::from_secs(30));
+                tried += 1;
+                if let Some(f) = judge(&format!("dpx {}", args.join(" ")), &o, allow) {
+                    failures.push(f);
+                }
+            }
+        }
+    }
+    eprintln!("CLI flags: {tried} invocations with random values");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
