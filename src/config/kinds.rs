@@ -253,15 +253,31 @@ impl ClipPolicyKind {
     }
 }
 
-/// `noise.schedule`: the shape of the noise multiplier over steps.
-///
-/// Planned (issue 5), each with its own `[noise.<schedule>]` table: adp, adp_adagrad,
-/// exponential, step, time_decay, polynomial, influence_gd, influence_momentum, file.
+/// `noise.schedule`: the shape of the noise multiplier over steps (formulas in
+/// `privacy::schedule`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum NoiseScheduleKind {
     /// The same noise multiplier at every step.
     Constant,
+    /// ADP-SGD: tied to the learning-rate schedule, s_t = (η_0/η_t)^{p/2}.
+    Adp,
+    /// ADP-SGD for AdaGrad-norm step sizes: s_t = (b_0² + (t+1)·C)^{1/4}.
+    AdpAdagrad,
+    /// s_t = e^{−k t}.
+    Exponential,
+    /// s_t = factor^⌊t / period⌋.
+    Step,
+    /// s_t = 1/(1 + k t).
+    TimeDecay,
+    /// s_t = (1 − r)(1 − t/P)^p + r.
+    Polynomial,
+    /// The influence-optimal schedule for gradient descent under PL (dynamic-noise paper).
+    InfluenceGd,
+    /// The influence-optimal schedule for momentum (dynamic-noise paper).
+    InfluenceMomentum,
+    /// Per-step noise multipliers from a file or a list.
+    File,
 }
 
 impl NoiseScheduleKind {
@@ -269,6 +285,15 @@ impl NoiseScheduleKind {
     pub fn name(self) -> &'static str {
         match self {
             NoiseScheduleKind::Constant => "constant",
+            NoiseScheduleKind::Adp => "adp",
+            NoiseScheduleKind::AdpAdagrad => "adp_adagrad",
+            NoiseScheduleKind::Exponential => "exponential",
+            NoiseScheduleKind::Step => "step",
+            NoiseScheduleKind::TimeDecay => "time_decay",
+            NoiseScheduleKind::Polynomial => "polynomial",
+            NoiseScheduleKind::InfluenceGd => "influence_gd",
+            NoiseScheduleKind::InfluenceMomentum => "influence_momentum",
+            NoiseScheduleKind::File => "file",
         }
     }
 }

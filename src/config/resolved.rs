@@ -12,7 +12,7 @@ use super::raw::{
 };
 use super::spec::{
     Budget, ClipSpec, DataSource, Every, ExperimentSpec, LayerSpec, LrSchedule, ModelArchitecture,
-    OptimizerSpec, Sampler, SyntheticSpec, TestSet, Threads, TrainLength,
+    NoiseSchedule, OptimizerSpec, Sampler, SyntheticSpec, TestSet, Threads, TrainLength,
 };
 
 /// An unsigned count as the raw (i64) TOML integer. Every count in a spec was validated from an
@@ -49,16 +49,53 @@ impl ExperimentSpec {
             },
             noise: match &self.privacy {
                 None => RawNoise::default(),
-                Some(p) => RawNoise {
-                    schedule: Some(p.noise_schedule.kind()),
-                    noise_multiplier: match p.budget {
-                        Budget::Calibrated { .. } => None,
-                        Budget::NoiseMultiplier { noise_multiplier }
-                        | Budget::UntilSpent {
-                            noise_multiplier, ..
-                        } => Some(noise_multiplier),
-                    },
-                },
+                Some(p) => {
+                    let mut raw = RawNoise {
+                        schedule: Some(p.noise_schedule.kind()),
+                        noise_multiplier: match p.budget {
+                            Budget::Calibrated { .. } => None,
+                            Budget::NoiseMultiplier { noise_multiplier }
+                            | Budget::UntilSpent {
+                                noise_multiplier, ..
+                            } => Some(noise_multiplier),
+                        },
+                        round_digits: p.round_digits.map(i64::from),
+                        ..RawNoise::default()
+                    };
+                    match &p.noise_schedule {
+                        NoiseSchedule::Constant => {}
+                        NoiseSchedule::Adp { power } => raw.power = Some(*power),
+                        NoiseSchedule::AdpAdagrad { b0_sq, c_alpha } => {
+                            raw.b0_sq = Some(*b0_sq);
+                            raw.c_alpha = Some(*c_alpha);
+                        }
+                        NoiseSchedule::Exponential { decay }
+                        | NoiseSchedule::TimeDecay { decay } => raw.decay = Some(*decay),
+                        NoiseSchedule::Step { factor, every } => {
+                            raw.factor = Some(*factor);
+                            (raw.every_epochs, raw.every_steps) = split_every(*every);
+                        }
+                        NoiseSchedule::Polynomial {
+                            end_ratio,
+                            power,
+                            every,
+                        } => {
+                            raw.end_ratio = Some(*end_ratio);
+                            raw.power = Some(*power);
+                            (raw.every_epochs, raw.every_steps) = split_every(*every);
+                        }
+                        NoiseSchedule::InfluenceGd { gamma } => raw.gamma = Some(*gamma),
+                        NoiseSchedule::InfluenceMomentum { gamma, beta } => {
+                            raw.gamma = Some(*gamma);
+                            raw.beta = Some(*beta);
+                        }
+                        NoiseSchedule::File { path, values } => match path {
+                            Some(path) => raw.path = Some(path_string(path)),
+                            None => raw.values = Some(values.to_vec()),
+                        },
+                    }
+                    raw
+                }
             },
             privacy: match &self.privacy {
                 None => RawPrivacy {
