@@ -308,3 +308,42 @@ fn adp_scale_invariance_gives_bit_identical_runs() {
     let (_, rows_other) = run(1.0, 16.0 * 1.6);
     assert_ne!(rows4, rows_other);
 }
+
+#[test]
+fn account_config_prints_the_schedule_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("c.toml");
+    let text = config(
+        1000,
+        "epochs = 2\nexpected_batch_size = 100",
+        "[clip]\nclip_norm = 1.0\n[noise]\nschedule = \"step\"\nfactor = 0.5\nevery_epochs = 1\n\
+         [privacy]\nepsilon = 3.0\ndelta = 1e-5",
+    );
+    std::fs::write(&cfg, &text).unwrap();
+    let out = assert_cmd::Command::cargo_bin("dpx")
+        .unwrap()
+        .args(["account", "--json", "--config"])
+        .arg(&cfg)
+        .assert()
+        .success();
+    let plan: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(plan["noise_schedule"], "step");
+    let s = &plan["noise_multiplier_summary"];
+    let kappa = plan["noise_multiplier"].as_f64().unwrap();
+    // Step decay by 0.5 after the first epoch (10 steps): first = max = kappa, last = min = kappa/2.
+    assert_eq!(s["first"].as_f64().unwrap(), kappa);
+    assert_eq!(s["max"].as_f64().unwrap(), kappa);
+    assert_eq!(s["last"].as_f64().unwrap(), kappa * 0.5);
+    assert_eq!(s["min"].as_f64().unwrap(), kappa * 0.5);
+    let epochs = plan["epochs"].as_array().unwrap();
+    assert_eq!(epochs.len(), 2);
+    assert!(epochs[1]["epsilon"].as_f64().unwrap() <= 3.0);
+    let text_out = assert_cmd::Command::cargo_bin("dpx")
+        .unwrap()
+        .args(["account", "--config"])
+        .arg(&cfg)
+        .assert()
+        .success();
+    let printed = String::from_utf8_lossy(&text_out.get_output().stdout).to_string();
+    assert!(printed.contains("noise schedule step"), "{printed}");
+}
