@@ -347,3 +347,46 @@ fn account_config_prints_the_schedule_summary() {
     let printed = String::from_utf8_lossy(&text_out.get_output().stdout).to_string();
     assert!(printed.contains("noise schedule step"), "{printed}");
 }
+
+#[test]
+fn adagrad_norm_clean_source_is_marked_not_private() {
+    let cfg = |source: &str| {
+        config(
+            1000,
+            &format!(
+                "steps = 30\nexpected_batch_size = 100\noptimizer = \"adagrad_norm\"\n\
+                 [train.adagrad_norm]\nb0_sq = 20.0\nbeta = 512.0\nbeta_period = 10\nnorm_source = \"{source}\""
+            ),
+            "[clip]\nclip_norm = 1.0\n[noise]\nschedule = \"adp_adagrad\"\nb0_sq = 20.0\nc_alpha = 1e-4\n\
+             [privacy]\nepsilon = 2.0\ndelta = 1e-5",
+        )
+    };
+    let noisy = plan(&cfg("noisy"), 1000);
+    let clean = plan(&cfg("clean"), 1000);
+    assert!(noisy.privacy.as_ref().unwrap().epsilon_guaranteed);
+    let p = clean.privacy.as_ref().unwrap();
+    assert!(!p.epsilon_guaranteed);
+    assert!(p.warnings.iter().any(|w| w.contains("norm_source = clean")));
+    // Both train; the step sizes differ, so the runs differ.
+    let (a, b) = (train_rows(&cfg("noisy")), train_rows(&cfg("clean")));
+    assert_eq!(a.len(), b.len());
+    assert_ne!(a, b);
+}
+
+#[test]
+fn bias_corrected_momentum_with_influence_momentum_schedule_trains() {
+    let text = config(
+        1000,
+        "steps = 40\nexpected_batch_size = 1000\noptimizer = \"bias_corrected_momentum\"\nmomentum = 0.5",
+        "[clip]\nclip_norm = 4.0\n[noise]\nschedule = \"influence_momentum\"\ngamma = 0.9\nbeta = 0.5\n\
+         [privacy]\nepsilon = 4.0\ndelta = 1e-8\naccountant = \"zcdp-paper\"",
+    );
+    let p = plan(&text, 1000);
+    // zCDP-paper budget: sum of 1/sigma_t^2 = R = 0.3927037068805674 (dynamic_noise.md §2).
+    let r: f64 = (0..40)
+        .map(|t| p.noise_multiplier_at(t).unwrap().powi(-2))
+        .sum();
+    assert!(rel(r, 0.392_703_706_880_567_4) < 3e-6, "{r}");
+    let rows = train_rows(&text);
+    assert!(rows.last().unwrap().2.is_finite());
+}

@@ -192,6 +192,10 @@ pub enum OptimizerKind {
     Sgd,
     /// SGD with (PyTorch-style) momentum `train.momentum`.
     Momentum,
+    /// The dynamic-noise paper's bias-corrected momentum (β = `train.momentum`).
+    BiasCorrectedMomentum,
+    /// AdaGrad-norm step sizes (`[train.adagrad_norm]`).
+    AdagradNorm,
 }
 
 impl OptimizerKind {
@@ -200,6 +204,29 @@ impl OptimizerKind {
         match self {
             OptimizerKind::Sgd => "sgd",
             OptimizerKind::Momentum => "momentum",
+            OptimizerKind::BiasCorrectedMomentum => "bias_corrected_momentum",
+            OptimizerKind::AdagradNorm => "adagrad_norm",
+        }
+    }
+}
+
+/// `train.adagrad_norm.norm_source`: which gradient's norm drives the AdaGrad-norm step size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NormSource {
+    /// The released (noisy) gradient: post-processing, private.
+    Noisy,
+    /// The clipped gradient before noise, as the ADP-SGD paper does: not private (ε is then not
+    /// guaranteed).
+    Clean,
+}
+
+impl NormSource {
+    /// The name as written in the TOML.
+    pub fn name(self) -> &'static str {
+        match self {
+            NormSource::Noisy => "noisy",
+            NormSource::Clean => "clean",
         }
     }
 }

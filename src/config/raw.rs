@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use super::kinds::{
     Activation, Architecture, ClipPolicyKind, DatasetName, LayerKind, LrScheduleKind,
-    NoiseScheduleKind, OptimizerKind, SamplerKind, Standardize,
+    NoiseScheduleKind, NormSource, OptimizerKind, SamplerKind, Standardize,
 };
 use crate::privacy::accountant::AccountantKind;
 use crate::privacy::event::NeighbouringRelation;
@@ -248,6 +248,24 @@ pub struct RawTrain {
     pub threads: Option<RawThreads>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lr_schedule: Option<RawLrSchedule>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub adagrad_norm: Option<RawAdagradNorm>,
+}
+
+/// `[train.adagrad_norm]`: parameters of `optimizer = "adagrad_norm"`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAdagradNorm {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub b0_sq: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nu: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub beta: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub beta_period: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub norm_source: Option<NormSource>,
 }
 
 /// `[train.lr_schedule]`: the kind and the parameters that kind uses.
@@ -458,6 +476,13 @@ impl RawConfig {
                     final_learning_rate: Some(0.0),
                     a: Some(1.0),
                     c: Some(1.0),
+                }),
+                adagrad_norm: Some(RawAdagradNorm {
+                    b0_sq: Some(20.0),
+                    nu: Some(1e-5),
+                    beta: Some(512.0),
+                    beta_period: Some(195),
+                    norm_source: Some(NormSource::Noisy),
                 }),
             },
             clip: RawClip {

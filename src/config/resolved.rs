@@ -7,8 +7,8 @@
 
 use super::kinds::LayerKind;
 use super::raw::{
-    AutoWord, RawClip, RawConfig, RawData, RawExperiment, RawLayer, RawLrSchedule, RawModel,
-    RawNoise, RawOutput, RawPrivacy, RawSeeds, RawSynthetic, RawThreads, RawTrain,
+    AutoWord, RawAdagradNorm, RawClip, RawConfig, RawData, RawExperiment, RawLayer, RawLrSchedule,
+    RawModel, RawNoise, RawOutput, RawPrivacy, RawSeeds, RawSynthetic, RawThreads, RawTrain,
 };
 use super::spec::{
     Budget, ClipSpec, DataSource, Every, ExperimentSpec, LayerSpec, LrSchedule, ModelArchitecture,
@@ -224,8 +224,25 @@ impl ExperimentSpec {
             expected_batch_size,
             optimizer: Some(t.optimizer.kind()),
             momentum: match t.optimizer {
-                OptimizerSpec::Sgd => None,
-                OptimizerSpec::Momentum { momentum } => Some(momentum),
+                OptimizerSpec::Sgd | OptimizerSpec::AdagradNorm { .. } => None,
+                OptimizerSpec::Momentum { momentum }
+                | OptimizerSpec::BiasCorrectedMomentum { beta: momentum } => Some(momentum),
+            },
+            adagrad_norm: match t.optimizer {
+                OptimizerSpec::AdagradNorm {
+                    b0_sq,
+                    nu,
+                    beta,
+                    beta_period,
+                    norm_source,
+                } => Some(RawAdagradNorm {
+                    b0_sq: Some(b0_sq),
+                    nu: Some(nu),
+                    beta: Some(beta),
+                    beta_period: beta_period.map(int),
+                    norm_source: Some(norm_source),
+                }),
+                _ => None,
             },
             learning_rate: Some(t.learning_rate),
             eval_every_epochs,

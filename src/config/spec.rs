@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use super::error::{ConfigError, Location};
 use super::kinds::{
     Activation, Architecture, ClipPolicyKind, DatasetName, LayerKind, LrScheduleKind,
-    NoiseScheduleKind, OptimizerKind, SamplerKind, Standardize,
+    NoiseScheduleKind, NormSource, OptimizerKind, SamplerKind, Standardize,
 };
 use super::raw::{
     RawConfig, RawData, RawLayer, RawLrSchedule, RawModel, RawNoise, RawPrivacy, RawSeeds,
@@ -306,6 +306,18 @@ pub enum OptimizerSpec {
     Momentum {
         momentum: f64,
     },
+    /// v ← β v + (1 − β) g, θ ← θ − η_t v/(1 − β^k) (dynamic-noise paper). β in [0, 1).
+    BiasCorrectedMomentum {
+        beta: f64,
+    },
+    /// AdaGrad-norm: θ ← θ − (η_t / b_{k+1}) g, b_{k+1}² = b_k² + max(β_k ‖g‖², ν).
+    AdagradNorm {
+        b0_sq: f64,
+        nu: f64,
+        beta: f64,
+        beta_period: Option<u64>,
+        norm_source: NormSource,
+    },
 }
 
 impl OptimizerSpec {
@@ -314,6 +326,8 @@ impl OptimizerSpec {
         match self {
             OptimizerSpec::Sgd => OptimizerKind::Sgd,
             OptimizerSpec::Momentum { .. } => OptimizerKind::Momentum,
+            OptimizerSpec::BiasCorrectedMomentum { .. } => OptimizerKind::BiasCorrectedMomentum,
+            OptimizerSpec::AdagradNorm { .. } => OptimizerKind::AdagradNorm,
         }
     }
 }
@@ -1220,21 +1234,49 @@ impl Checker<'_> {
                 }
             }
         };
-        let optimizer = match t.optimizer.unwrap_or(OptimizerKind::Sgd) {
-            OptimizerKind::Sgd => {
-                self.absent("train.momentum", &t.momentum, || {
-                    "only used with optimizer = \"momentum\"".into()
-                })?;
-                OptimizerSpec::Sgd
-            }
+        let opt_kind = t.optimizer.unwrap_or(OptimizerKind::Sgd);
+        if !matches!(
+            opt_kind,
+            OptimizerKind::Momentum | OptimizerKind::BiasCorrectedMomentum
+        ) {
+            self.absent("train.momentum", &t.momentum, || {
+                "only used with optimizer = \"momentum\" or \"bias_corrected_momentum\"".into()
+            })?;
+        }
+        if opt_kind != OptimizerKind::AdagradNorm {
+            self.absent("train.adagrad_norm", &t.adagrad_norm, || {
+                "only used with optimizer = \"adagrad_norm\"".into()
+            })?;
+        }
+        let momentum = || {
+            self.float(
+                "train.momentum",
+                t.momentum.unwrap_or(0.9),
+                "a number in [0, 1)",
+                |x| (0.0..1.0).contains(&x),
+            )
+        };
+        let optimizer = match opt_kind {
+            OptimizerKind::Sgd => OptimizerSpec::Sgd,
             OptimizerKind::Momentum => OptimizerSpec::Momentum {
-                momentum: self.float(
-                    "train.momentum",
-                    t.momentum.unwrap_or(0.9),
-                    "a number in [0, 1)",
-                    |x| (0.0..1.0).contains(&x),
-                )?,
+                momentum: momentum()?,
             },
+            OptimizerKind::BiasCorrectedMomentum => {
+                OptimizerSpec::BiasCorrectedMomentum { beta: momentum()? }
+            }
+            OptimizerKind::AdagradNorm => {
+                let a = t.adagrad_norm.clone().unwrap_or_default();
+                OptimizerSpec::AdagradNorm {
+                    b0_sq: self.positive("train.adagrad_norm.b0_sq", a.b0_sq.unwrap_or(20.0))?,
+                    nu: self.positive("train.adagrad_norm.nu", a.nu.unwrap_or(1e-5))?,
+                    beta: self.positive("train.adagrad_norm.beta", a.beta.unwrap_or(1.0))?,
+                    beta_period: a
+                        .beta_period
+                        .map(|p| self.int("train.adagrad_norm.beta_period", p, 1, i64::MAX))
+                        .transpose()?,
+                    norm_source: a.norm_source.unwrap_or(NormSource::Noisy),
+                }
+            }
         };
         let learning_rate = t.learning_rate.ok_or_else(|| {
             self.missing("train.learning_rate", "give the (initial) learning rate")

@@ -10,7 +10,7 @@ use crate::config::spec::{
     Budget, ClipSpec, Every, ExperimentSpec, LrSchedule as SpecLr, NoiseSchedule, OptimizerSpec,
     Sampler,
 };
-use crate::config::{ConfigError, Location};
+use crate::config::{ConfigError, Location, NormSource};
 use crate::optim::Optimizer;
 use crate::optim::lr::LrSchedule;
 use crate::privacy::accountant::{
@@ -66,6 +66,9 @@ pub struct TrainingPlan {
     pub expected_batch_size: f64,
     pub lr: LrSchedule,
     pub optimizer: Optimizer,
+    /// AdaGrad-norm step sizes from the clean (pre-noise) clipped gradient, as the ADP-SGD paper
+    /// does: not private, and the plan marks ε as not guaranteed.
+    pub clean_norm: bool,
     /// The flat clip norm C (`None`: no clipping, non-private runs only).
     pub clip_norm: Option<f64>,
     /// `None` for a non-private run.
@@ -154,7 +157,29 @@ impl TrainingPlan {
                 momentum,
                 nesterov: false,
             },
+            OptimizerSpec::BiasCorrectedMomentum { beta } => {
+                Optimizer::BiasCorrectedMomentum { beta }
+            }
+            OptimizerSpec::AdagradNorm {
+                b0_sq,
+                nu,
+                beta,
+                beta_period,
+                ..
+            } => Optimizer::AdagradNorm {
+                b0_sq,
+                nu,
+                beta,
+                beta_period,
+            },
         };
+        let clean_norm = matches!(
+            spec.train.optimizer,
+            OptimizerSpec::AdagradNorm {
+                norm_source: NormSource::Clean,
+                ..
+            }
+        );
         let mut plan = TrainingPlan {
             n_train,
             steps: planned_steps,
@@ -166,6 +191,7 @@ impl TrainingPlan {
             expected_batch_size: batch as f64,
             lr: lr_schedule(spec, n_train, planned_steps),
             optimizer,
+            clean_norm,
             clip_norm,
             privacy: None,
         };
@@ -285,6 +311,11 @@ impl TrainingPlan {
                 "train.sampler = shuffle: the {} accountant assumes Poisson sampling; epsilon is not guaranteed for shuffled batches",
                 p.accountant
             ));
+        }
+        if self.clean_norm {
+            warnings.push(
+                "train.adagrad_norm.norm_source = clean: the step sizes use the gradient before noise, which is not private; epsilon is not guaranteed (use \"noisy\")".to_string(),
+            );
         }
         if p.delta >= 1.0 / n as f64 {
             warnings.push(format!(
