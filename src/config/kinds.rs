@@ -184,8 +184,8 @@ impl SamplerKind {
 
 /// `train.optimizer`: the (non-private) update rule applied to the finished gradient.
 ///
-/// Planned (issues 5-7), each with its own `[train.<optimizer>]` table when it has parameters
-/// beyond `train.momentum`: adam, adagrad_norm, heavy_ball, nesterov, masg.
+/// Planned (issues 6-7), each with its own `[train.<optimizer>]` table when it has parameters
+/// beyond `train.momentum`: adam, heavy_ball, nesterov, masg.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum OptimizerKind {
