@@ -132,6 +132,35 @@ fn recorded_events_equal_the_planned_events() {
 }
 
 #[test]
+fn recorded_events_equal_the_planned_events_for_a_decaying_schedule() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = tiny_config(
+        dir.path(),
+        "[noise]\nschedule = \"time_decay\"\ndecay = 0.02\n[privacy]\nepsilon = 2.0\ndelta = 1e-5\n",
+    );
+    let spec = dpx::config::load(&cfg).unwrap();
+    let exp = Experiment::build(spec, dir.path()).unwrap();
+    let planned = exp.plan.planned_ledger(exp.plan.steps);
+    // Every step has its own sigma_t.
+    assert_eq!(planned.runs().len() as u64, exp.plan.steps);
+    match train_seed(&exp, 5, &Silent, &AtomicBool::new(false)).unwrap() {
+        SeedEnd::Finished(res) => {
+            assert_eq!(res.ledger, planned);
+            let planned_eps = exp.plan.epsilon_of(&planned).unwrap().unwrap().epsilon;
+            let last = res.rows.last().unwrap();
+            assert_eq!(last.epsilon, Some(planned_eps));
+            assert!(planned_eps <= 2.0);
+            // The row reports sigma_t of the schedule at the row's last step.
+            let sigma = exp.plan.noise_multiplier_at(last.step - 1).unwrap();
+            assert_eq!(last.noise_multiplier, Some(sigma));
+            assert_eq!(last.noise_std, Some(sigma * 1.0));
+            assert!(res.rows[1].noise_multiplier > last.noise_multiplier);
+        }
+        SeedEnd::Interrupted => panic!("not interrupted"),
+    }
+}
+
+#[test]
 fn resume_skips_complete_seeds_and_gives_the_same_outputs() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = tiny_config(dir.path(), PRIVATE);

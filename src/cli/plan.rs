@@ -1,7 +1,8 @@
 //! `dpx account --config FILE`: what a planned run will spend, from the plan alone.
 //!
 //! Builds the experiment exactly as `dpx run` does (data, model, plan, calibration) but trains
-//! nothing; prints the noise multiplier, the steps and ε at the end of every epoch. The events
+//! nothing; prints the noise multiplier (the schedule's scale and first, last, min and max σ_t),
+//! the steps and ε at the end of every epoch. The events
 //! are the plan's ([`crate::train::plan::TrainingPlan::planned_ledger`]), which a test checks
 //! equal the events a real run records.
 
@@ -11,7 +12,17 @@ use std::process::ExitCode;
 use serde::Serialize;
 
 use super::run::build_experiment;
+use crate::privacy::schedule::ScheduleSummary;
 use crate::train::plan::TrainingPlan;
+
+/// ε after the first `step` steps of the plan, from scratch: the same computation as the ε a
+/// run writes on its rows, so the two agree to the last bit.
+fn epsilon_at(plan: &TrainingPlan, step: u64) -> anyhow::Result<Option<f64>> {
+    match plan.epsilon_of(&plan.planned_ledger(step)) {
+        None => Ok(None),
+        Some(r) => Ok(Some(r?.epsilon)),
+    }
+}
 
 #[derive(Serialize)]
 struct EpochRow {
@@ -25,6 +36,9 @@ struct PlanReport<'a> {
     config: String,
     accountant: Option<&'a str>,
     noise_multiplier: Option<f64>,
+    /// `noise.schedule` and σ_t over the steps the run takes.
+    noise_schedule: Option<&'a str>,
+    noise_multiplier_summary: Option<ScheduleSummary>,
     calibrated: bool,
     target_epsilon: Option<f64>,
     epsilon: Option<f64>,
@@ -38,14 +52,6 @@ struct PlanReport<'a> {
     epsilon_guaranteed: bool,
     warnings: &'a [String],
     epochs: Vec<EpochRow>,
-}
-
-/// ε after the first `step` steps of the plan.
-fn epsilon_at(plan: &TrainingPlan, step: u64) -> anyhow::Result<Option<f64>> {
-    match plan.epsilon_of(&plan.planned_ledger(step)) {
-        None => Ok(None),
-        Some(r) => Ok(Some(r?.epsilon)),
-    }
 }
 
 /// Run `dpx account --config`.
@@ -66,6 +72,8 @@ pub fn run(config: &Path, data_dir: Option<&Path>, json: bool) -> anyhow::Result
         config: config.display().to_string(),
         accountant: privacy.map(|p| p.accountant.name()),
         noise_multiplier: privacy.map(|p| p.noise_multiplier),
+        noise_schedule: privacy.map(|p| p.schedule.name()),
+        noise_multiplier_summary: plan.schedule_summary(),
         calibrated: privacy.is_some_and(|p| p.calibrated),
         target_epsilon: privacy.and_then(|p| p.target_epsilon),
         epsilon: epochs.last().and_then(|e| e.epsilon),
@@ -106,13 +114,25 @@ pub fn run(config: &Path, data_dir: Option<&Path>, json: bool) -> anyhow::Result
         None => println!("privacy disabled: a non-private baseline (epsilon is infinite)"),
         Some(p) => {
             println!(
-                "accountant {}: noise_multiplier {:.6} ({}), clip_norm {}, delta {}",
+                "accountant {}: {} {:.6} ({}), clip_norm {}, delta {}",
                 p.accountant,
+                if p.schedule.name() == "constant" {
+                    "noise_multiplier"
+                } else {
+                    "noise scale"
+                },
                 p.noise_multiplier,
                 if p.calibrated { "calibrated" } else { "given" },
                 plan.clip_norm.map(|c| c.to_string()).unwrap_or_default(),
                 p.delta
             );
+            if let (Some(name), Some(s)) = (report.noise_schedule, report.noise_multiplier_summary)
+            {
+                println!(
+                    "noise schedule {name} (sigma_t = scale * s_t): noise_multiplier first {:.6}, last {:.6}, min {:.6}, max {:.6}",
+                    s.first, s.last, s.min, s.max
+                );
+            }
             println!("{:>6} {:>8} {:>10}", "epoch", "step", "epsilon");
             for e in &report.epochs {
                 println!(

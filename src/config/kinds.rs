@@ -184,14 +184,18 @@ impl SamplerKind {
 
 /// `train.optimizer`: the (non-private) update rule applied to the finished gradient.
 ///
-/// Planned (issues 5-7), each with its own `[train.<optimizer>]` table when it has parameters
-/// beyond `train.momentum`: adam, adagrad_norm, heavy_ball, nesterov, masg.
+/// Planned (issues 6-7), each with its own `[train.<optimizer>]` table when it has parameters
+/// beyond `train.momentum`: adam, heavy_ball, nesterov, masg.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum OptimizerKind {
     Sgd,
     /// SGD with (PyTorch-style) momentum `train.momentum`.
     Momentum,
+    /// The dynamic-noise paper's bias-corrected momentum (β = `train.momentum`).
+    BiasCorrectedMomentum,
+    /// AdaGrad-norm step sizes (`[train.adagrad_norm]`).
+    AdagradNorm,
 }
 
 impl OptimizerKind {
@@ -200,6 +204,29 @@ impl OptimizerKind {
         match self {
             OptimizerKind::Sgd => "sgd",
             OptimizerKind::Momentum => "momentum",
+            OptimizerKind::BiasCorrectedMomentum => "bias_corrected_momentum",
+            OptimizerKind::AdagradNorm => "adagrad_norm",
+        }
+    }
+}
+
+/// `train.adagrad_norm.norm_source`: which gradient's norm drives the AdaGrad-norm step size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NormSource {
+    /// The released (noisy) gradient: post-processing, private.
+    Noisy,
+    /// The clipped gradient before noise, as the ADP-SGD paper does: not private (ε is then not
+    /// guaranteed).
+    Clean,
+}
+
+impl NormSource {
+    /// The name as written in the TOML.
+    pub fn name(self) -> &'static str {
+        match self {
+            NormSource::Noisy => "noisy",
+            NormSource::Clean => "clean",
         }
     }
 }
@@ -253,15 +280,31 @@ impl ClipPolicyKind {
     }
 }
 
-/// `noise.schedule`: the shape of the noise multiplier over steps.
-///
-/// Planned (issue 5), each with its own `[noise.<schedule>]` table: adp, adp_adagrad,
-/// exponential, step, time_decay, polynomial, influence_gd, influence_momentum, file.
+/// `noise.schedule`: the shape of the noise multiplier over steps (formulas in
+/// `privacy::schedule`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum NoiseScheduleKind {
     /// The same noise multiplier at every step.
     Constant,
+    /// ADP-SGD: tied to the learning-rate schedule, s_t = (η_0/η_t)^{p/2}.
+    Adp,
+    /// ADP-SGD for AdaGrad-norm step sizes: s_t = (b_0² + (t+1)·C)^{1/4}.
+    AdpAdagrad,
+    /// s_t = e^{−k t}.
+    Exponential,
+    /// s_t = factor^⌊t / period⌋.
+    Step,
+    /// s_t = 1/(1 + k t).
+    TimeDecay,
+    /// s_t = (1 − r)(1 − t/P)^p + r.
+    Polynomial,
+    /// The influence-optimal schedule for gradient descent under PL (dynamic-noise paper).
+    InfluenceGd,
+    /// The influence-optimal schedule for momentum (dynamic-noise paper).
+    InfluenceMomentum,
+    /// Per-step noise multipliers from a file or a list.
+    File,
 }
 
 impl NoiseScheduleKind {
@@ -269,6 +312,15 @@ impl NoiseScheduleKind {
     pub fn name(self) -> &'static str {
         match self {
             NoiseScheduleKind::Constant => "constant",
+            NoiseScheduleKind::Adp => "adp",
+            NoiseScheduleKind::AdpAdagrad => "adp_adagrad",
+            NoiseScheduleKind::Exponential => "exponential",
+            NoiseScheduleKind::Step => "step",
+            NoiseScheduleKind::TimeDecay => "time_decay",
+            NoiseScheduleKind::Polynomial => "polynomial",
+            NoiseScheduleKind::InfluenceGd => "influence_gd",
+            NoiseScheduleKind::InfluenceMomentum => "influence_momentum",
+            NoiseScheduleKind::File => "file",
         }
     }
 }

@@ -45,7 +45,7 @@ pub mod suggest;
 pub use error::{ConfigError, Location, Suggestion};
 pub use kinds::{
     Activation, Architecture, ClipPolicyKind, DatasetName, LayerKind, LrScheduleKind,
-    NoiseScheduleKind, OptimizerKind, SamplerKind, Standardize,
+    NoiseScheduleKind, NormSource, OptimizerKind, SamplerKind, Standardize,
 };
 pub use raw::RawConfig;
 pub use spec::{

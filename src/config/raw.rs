@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use super::kinds::{
     Activation, Architecture, ClipPolicyKind, DatasetName, LayerKind, LrScheduleKind,
-    NoiseScheduleKind, OptimizerKind, SamplerKind, Standardize,
+    NoiseScheduleKind, NormSource, OptimizerKind, SamplerKind, Standardize,
 };
 use crate::privacy::accountant::AccountantKind;
 use crate::privacy::event::NeighbouringRelation;
@@ -248,6 +248,24 @@ pub struct RawTrain {
     pub threads: Option<RawThreads>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lr_schedule: Option<RawLrSchedule>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub adagrad_norm: Option<RawAdagradNorm>,
+}
+
+/// `[train.adagrad_norm]`: parameters of `optimizer = "adagrad_norm"`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAdagradNorm {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub b0_sq: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nu: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub beta: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub beta_period: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub norm_source: Option<NormSource>,
 }
 
 /// `[train.lr_schedule]`: the kind and the parameters that kind uses.
@@ -280,7 +298,8 @@ pub struct RawClip {
     pub clip_norm: Option<f64>,
 }
 
-/// `[noise]`. Schedules with parameters of their own will add a `[noise.<schedule>]` sub-table.
+/// `[noise]`: the schedule and the parameters of its shape (each key applies to some schedules
+/// only; spec.rs rejects the others).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawNoise {
@@ -288,6 +307,32 @@ pub struct RawNoise {
     pub schedule: Option<NoiseScheduleKind>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub noise_multiplier: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub power: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub b0_sq: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub c_alpha: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decay: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub factor: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub every_epochs: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub every_steps: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub end_ratio: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gamma: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub beta: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub values: Option<Vec<f64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub round_digits: Option<i64>,
 }
 
 /// `[privacy]`.
@@ -432,6 +477,13 @@ impl RawConfig {
                     a: Some(1.0),
                     c: Some(1.0),
                 }),
+                adagrad_norm: Some(RawAdagradNorm {
+                    b0_sq: Some(20.0),
+                    nu: Some(1e-5),
+                    beta: Some(512.0),
+                    beta_period: Some(195),
+                    norm_source: Some(NormSource::Noisy),
+                }),
             },
             clip: RawClip {
                 policy: Some(ClipPolicyKind::Flat),
@@ -440,6 +492,19 @@ impl RawConfig {
             noise: RawNoise {
                 schedule: Some(NoiseScheduleKind::Constant),
                 noise_multiplier: Some(1.0),
+                power: Some(1.0),
+                b0_sq: Some(20.0),
+                c_alpha: Some(1e-4),
+                decay: Some(0.01),
+                factor: Some(0.6),
+                every_epochs: Some(1),
+                every_steps: Some(10),
+                end_ratio: Some(0.2),
+                gamma: Some(0.9),
+                beta: Some(0.5),
+                path: Some("sigmas.csv".into()),
+                values: Some(vec![1.0, 0.9]),
+                round_digits: Some(3),
             },
             privacy: RawPrivacy {
                 enabled: Some(true),

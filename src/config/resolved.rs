@@ -7,12 +7,12 @@
 
 use super::kinds::LayerKind;
 use super::raw::{
-    AutoWord, RawClip, RawConfig, RawData, RawExperiment, RawLayer, RawLrSchedule, RawModel,
-    RawNoise, RawOutput, RawPrivacy, RawSeeds, RawSynthetic, RawThreads, RawTrain,
+    AutoWord, RawAdagradNorm, RawClip, RawConfig, RawData, RawExperiment, RawLayer, RawLrSchedule,
+    RawModel, RawNoise, RawOutput, RawPrivacy, RawSeeds, RawSynthetic, RawThreads, RawTrain,
 };
 use super::spec::{
     Budget, ClipSpec, DataSource, Every, ExperimentSpec, LayerSpec, LrSchedule, ModelArchitecture,
-    OptimizerSpec, Sampler, SyntheticSpec, TestSet, Threads, TrainLength,
+    NoiseSchedule, OptimizerSpec, Sampler, SyntheticSpec, TestSet, Threads, TrainLength,
 };
 
 /// An unsigned count as the raw (i64) TOML integer. Every count in a spec was validated from an
@@ -49,16 +49,53 @@ impl ExperimentSpec {
             },
             noise: match &self.privacy {
                 None => RawNoise::default(),
-                Some(p) => RawNoise {
-                    schedule: Some(p.noise_schedule.kind()),
-                    noise_multiplier: match p.budget {
-                        Budget::Calibrated { .. } => None,
-                        Budget::NoiseMultiplier { noise_multiplier }
-                        | Budget::UntilSpent {
-                            noise_multiplier, ..
-                        } => Some(noise_multiplier),
-                    },
-                },
+                Some(p) => {
+                    let mut raw = RawNoise {
+                        schedule: Some(p.noise_schedule.kind()),
+                        noise_multiplier: match p.budget {
+                            Budget::Calibrated { .. } => None,
+                            Budget::NoiseMultiplier { noise_multiplier }
+                            | Budget::UntilSpent {
+                                noise_multiplier, ..
+                            } => Some(noise_multiplier),
+                        },
+                        round_digits: p.round_digits.map(i64::from),
+                        ..RawNoise::default()
+                    };
+                    match &p.noise_schedule {
+                        NoiseSchedule::Constant => {}
+                        NoiseSchedule::Adp { power } => raw.power = Some(*power),
+                        NoiseSchedule::AdpAdagrad { b0_sq, c_alpha } => {
+                            raw.b0_sq = Some(*b0_sq);
+                            raw.c_alpha = Some(*c_alpha);
+                        }
+                        NoiseSchedule::Exponential { decay }
+                        | NoiseSchedule::TimeDecay { decay } => raw.decay = Some(*decay),
+                        NoiseSchedule::Step { factor, every } => {
+                            raw.factor = Some(*factor);
+                            (raw.every_epochs, raw.every_steps) = split_every(*every);
+                        }
+                        NoiseSchedule::Polynomial {
+                            end_ratio,
+                            power,
+                            every,
+                        } => {
+                            raw.end_ratio = Some(*end_ratio);
+                            raw.power = Some(*power);
+                            (raw.every_epochs, raw.every_steps) = split_every(*every);
+                        }
+                        NoiseSchedule::InfluenceGd { gamma } => raw.gamma = Some(*gamma),
+                        NoiseSchedule::InfluenceMomentum { gamma, beta } => {
+                            raw.gamma = Some(*gamma);
+                            raw.beta = Some(*beta);
+                        }
+                        NoiseSchedule::File { path, values } => match path {
+                            Some(path) => raw.path = Some(path_string(path)),
+                            None => raw.values = Some(values.to_vec()),
+                        },
+                    }
+                    raw
+                }
             },
             privacy: match &self.privacy {
                 None => RawPrivacy {
@@ -187,8 +224,25 @@ impl ExperimentSpec {
             expected_batch_size,
             optimizer: Some(t.optimizer.kind()),
             momentum: match t.optimizer {
-                OptimizerSpec::Sgd => None,
-                OptimizerSpec::Momentum { momentum } => Some(momentum),
+                OptimizerSpec::Sgd | OptimizerSpec::AdagradNorm { .. } => None,
+                OptimizerSpec::Momentum { momentum }
+                | OptimizerSpec::BiasCorrectedMomentum { beta: momentum } => Some(momentum),
+            },
+            adagrad_norm: match t.optimizer {
+                OptimizerSpec::AdagradNorm {
+                    b0_sq,
+                    nu,
+                    beta,
+                    beta_period,
+                    norm_source,
+                } => Some(RawAdagradNorm {
+                    b0_sq: Some(b0_sq),
+                    nu: Some(nu),
+                    beta: Some(beta),
+                    beta_period: beta_period.map(int),
+                    norm_source: Some(norm_source),
+                }),
+                _ => None,
             },
             learning_rate: Some(t.learning_rate),
             eval_every_epochs,

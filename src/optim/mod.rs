@@ -20,6 +20,20 @@ pub enum Optimizer {
     /// SGD with momentum in PyTorch's form: v ← μ v + g; θ ← θ − η v
     /// (dampening 0; `nesterov` uses g + μ v as the step direction, as `torch.optim.SGD`).
     Momentum { momentum: f64, nesterov: bool },
+    /// Bias-corrected momentum of the dynamic-noise paper (Hong et al., Alg. 1 with
+    /// φ(m_t, g_t); dynamic_noise.md §1.1): v ← β v + (1 − β) g (v starts at 0),
+    /// m = v / (1 − β^k) at the k-th step (k = 1, 2, …), θ ← θ − η m. So m = g at the first step.
+    BiasCorrectedMomentum { beta: f64 },
+    /// AdaGrad-norm step sizes (Ward et al. 2019; ADP-SGD paper S5', adp_sgd.md §1.2):
+    /// b_{k+1}² = b_k² + max(β_k ‖g‖², ν), β_k = max(β / ((k mod P) + 1), 1) (β_k = β without a
+    /// period), θ ← θ − (η / b_{k+1}) g. ‖g‖ is the released (noisy) gradient's norm unless the
+    /// caller passes another (see [`Optimizer::step_with_norm`]).
+    AdagradNorm {
+        b0_sq: f64,
+        nu: f64,
+        beta: f64,
+        beta_period: Option<u64>,
+    },
 }
 
 /// The mutable state of an [`Optimizer`] for one parameter vector.
@@ -27,6 +41,10 @@ pub enum Optimizer {
 pub struct OptimizerState {
     /// Momentum buffer (empty until the first step of a rule that needs it).
     pub velocity: Vec<f64>,
+    /// Steps taken so far.
+    pub steps: u64,
+    /// b_k² of AdaGrad-norm.
+    pub b_sq: f64,
 }
 
 impl Optimizer {
@@ -34,10 +52,23 @@ impl Optimizer {
     pub fn init_state(&self, num_params: usize) -> OptimizerState {
         match self {
             Optimizer::Sgd => OptimizerState::default(),
-            Optimizer::Momentum { .. } => OptimizerState {
-                velocity: vec![0.0; num_params],
+            Optimizer::Momentum { .. } | Optimizer::BiasCorrectedMomentum { .. } => {
+                OptimizerState {
+                    velocity: vec![0.0; num_params],
+                    ..OptimizerState::default()
+                }
+            }
+            Optimizer::AdagradNorm { b0_sq, .. } => OptimizerState {
+                b_sq: *b0_sq,
+                ..OptimizerState::default()
             },
         }
+    }
+
+    /// The AdaGrad-norm rule needs ‖g‖² of a gradient other than the released one only in the
+    /// paper's non-private "clean" mode; every other rule ignores it.
+    pub fn uses_norm(&self) -> bool {
+        matches!(self, Optimizer::AdagradNorm { .. })
     }
 
     /// Apply one update to `params` with gradient `grad` and learning rate `lr`.
@@ -51,8 +82,59 @@ impl Optimizer {
         lr: f64,
         state: &mut OptimizerState,
     ) {
+        self.step_with_norm(params, grad, lr, state, None);
+    }
+
+    /// [`step`](Self::step) where AdaGrad-norm uses `norm_sq` (when given) in place of ‖grad‖².
+    /// Passing anything but a function of released values breaks the privacy guarantee.
+    pub fn step_with_norm(
+        &self,
+        params: &mut Array1<f32>,
+        grad: ArrayView1<f64>,
+        lr: f64,
+        state: &mut OptimizerState,
+        norm_sq: Option<f64>,
+    ) {
         debug_assert_eq!(params.len(), grad.len());
+        let k = state.steps;
+        state.steps += 1;
         match *self {
+            Optimizer::BiasCorrectedMomentum { beta } => {
+                if state.velocity.len() != params.len() {
+                    state.velocity = vec![0.0; params.len()];
+                }
+                let correction = 1.0 - beta.powf((k + 1) as f64);
+                for ((p, g), v) in params
+                    .iter_mut()
+                    .zip(grad.iter())
+                    .zip(state.velocity.iter_mut())
+                {
+                    *v = beta * *v + (1.0 - beta) * g;
+                    let m = if correction > 0.0 {
+                        *v / correction
+                    } else {
+                        *g
+                    };
+                    *p = (*p as f64 - lr * m) as f32;
+                }
+            }
+            Optimizer::AdagradNorm {
+                nu,
+                beta,
+                beta_period,
+                ..
+            } => {
+                let beta_k = match beta_period {
+                    Some(period) => (beta / ((k % period.max(1)) + 1) as f64).max(1.0),
+                    None => beta,
+                };
+                let g_sq = norm_sq.unwrap_or_else(|| grad.iter().map(|g| g * g).sum());
+                state.b_sq += (beta_k * g_sq).max(nu);
+                let step = lr / state.b_sq.sqrt();
+                for (p, g) in params.iter_mut().zip(grad.iter()) {
+                    *p = (*p as f64 - step * g) as f32;
+                }
+            }
             Optimizer::Sgd => {
                 for (p, g) in params.iter_mut().zip(grad.iter()) {
                     *p = (*p as f64 - lr * g) as f32;
@@ -88,6 +170,55 @@ mod tests {
         let mut p = array![1.0f32, -1.0];
         opt.step(&mut p, array![0.5, -0.5].view(), 0.1, &mut st);
         assert_eq!(p, array![0.95f32, -0.95]);
+    }
+
+    #[test]
+    fn bias_corrected_momentum_matches_the_paper() {
+        // dynamic_noise.md §1.1: m_2 = g_1; then v = 0.9*0.1*1 + 0.1*3 = 0.39 (after v_1 = 0.1),
+        // m = 0.39 / (1 - 0.81) = 2.0526315789473686 (hand computation).
+        let opt = Optimizer::BiasCorrectedMomentum { beta: 0.9 };
+        let mut st = opt.init_state(1);
+        let mut p = array![0.0f32];
+        opt.step(&mut p, array![1.0].view(), 1.0, &mut st);
+        assert!((p[0] + 1.0).abs() < 1e-7);
+        opt.step(&mut p, array![3.0].view(), 1.0, &mut st);
+        assert!((p[0] + 1.0 + 0.39 / 0.19).abs() < 1e-6, "{}", p[0]);
+    }
+
+    #[test]
+    fn adagrad_norm_accumulates_the_squared_norm() {
+        // b_1^2 = 20 + max(1 * 25, 1e-5) = 45; step 1/sqrt(45) * g with g = (3, 4).
+        // Then beta_k restarts: period 2, k = 1 -> beta/2 = 0.5 -> max(0.5, 1) = 1.
+        let opt = Optimizer::AdagradNorm {
+            b0_sq: 20.0,
+            nu: 1e-5,
+            beta: 1.0,
+            beta_period: Some(2),
+        };
+        let mut st = opt.init_state(2);
+        let mut p = array![0.0f32, 0.0];
+        opt.step(&mut p, array![3.0, 4.0].view(), 1.0, &mut st);
+        assert_eq!(st.b_sq, 45.0);
+        assert!((p[0] as f64 + 3.0 / 45f64.sqrt()).abs() < 1e-6);
+        // A tiny gradient adds nu; the clean-norm override replaces ||g||^2.
+        opt.step(&mut p, array![0.0, 0.0].view(), 1.0, &mut st);
+        assert_eq!(st.b_sq, 45.0 + 1e-5);
+        opt.step_with_norm(&mut p, array![0.0, 0.0].view(), 1.0, &mut st, Some(2.0));
+        assert_eq!(st.b_sq, 45.0 + 1e-5 + 2.0);
+        // With beta = 512 and period 195, beta_k at k = 3 is 512/4 = 128.
+        let big = Optimizer::AdagradNorm {
+            b0_sq: 0.0,
+            nu: 0.0,
+            beta: 512.0,
+            beta_period: Some(195),
+        };
+        let mut st = big.init_state(1);
+        let mut q = array![0.0f32];
+        for _ in 0..3 {
+            big.step(&mut q, array![0.0].view(), 1.0, &mut st);
+        }
+        big.step(&mut q, array![1.0].view(), 1.0, &mut st);
+        assert_eq!(st.b_sq, 128.0);
     }
 
     #[test]

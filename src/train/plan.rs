@@ -10,6 +10,7 @@ use crate::config::spec::{
     Budget, ClipSpec, Every, ExperimentSpec, LrSchedule as SpecLr, NoiseSchedule, OptimizerSpec,
     Sampler,
 };
+use crate::config::{ConfigError, Location, NormSource};
 use crate::optim::Optimizer;
 use crate::optim::lr::LrSchedule;
 use crate::privacy::accountant::{
@@ -17,14 +18,21 @@ use crate::privacy::accountant::{
 };
 use crate::privacy::calibrate::{self, Target};
 use crate::privacy::event::{DpEvent, EventLedger};
+use crate::privacy::schedule::{self, NoiseShape, ScheduleSummary};
 
 use super::TrainError;
 
 /// The privacy side of a plan.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PrivacyPlan {
-    /// σ of the constant schedule (calibrated, or as given).
+    /// The scale κ of the schedule, σ_t = κ·s_t (calibrated, or as given); σ for `constant`.
     pub noise_multiplier: f64,
+    /// The shape s_t.
+    pub schedule: NoiseShape,
+    /// σ_t for every planned step: exactly what the run uses and the ledger records.
+    pub sigmas: Vec<f64>,
+    /// `noise.round_digits`: σ_t rounded down to this many significant digits.
+    pub round_digits: Option<u32>,
     pub delta: f64,
     pub accountant: AccountantKind,
     pub options: AccountantOptions,
@@ -58,6 +66,9 @@ pub struct TrainingPlan {
     pub expected_batch_size: f64,
     pub lr: LrSchedule,
     pub optimizer: Optimizer,
+    /// AdaGrad-norm step sizes from the clean (pre-noise) clipped gradient, as the ADP-SGD paper
+    /// does: not private, and the plan marks ε as not guaranteed.
+    pub clean_norm: bool,
     /// The flat clip norm C (`None`: no clipping, non-private runs only).
     pub clip_norm: Option<f64>,
     /// `None` for a non-private run.
@@ -146,7 +157,29 @@ impl TrainingPlan {
                 momentum,
                 nesterov: false,
             },
+            OptimizerSpec::BiasCorrectedMomentum { beta } => {
+                Optimizer::BiasCorrectedMomentum { beta }
+            }
+            OptimizerSpec::AdagradNorm {
+                b0_sq,
+                nu,
+                beta,
+                beta_period,
+                ..
+            } => Optimizer::AdagradNorm {
+                b0_sq,
+                nu,
+                beta,
+                beta_period,
+            },
         };
+        let clean_norm = matches!(
+            spec.train.optimizer,
+            OptimizerSpec::AdagradNorm {
+                norm_source: NormSource::Clean,
+                ..
+            }
+        );
         let mut plan = TrainingPlan {
             n_train,
             steps: planned_steps,
@@ -158,6 +191,7 @@ impl TrainingPlan {
             expected_batch_size: batch as f64,
             lr: lr_schedule(spec, n_train, planned_steps),
             optimizer,
+            clean_norm,
             clip_norm,
             privacy: None,
         };
@@ -165,6 +199,49 @@ impl TrainingPlan {
             plan.privacy = Some(plan.plan_privacy(spec, p)?);
         }
         Ok(plan)
+    }
+
+    /// The shape s_t of the configured schedule over this plan's steps.
+    fn noise_shape(&self, spec: &ExperimentSpec, schedule: &NoiseSchedule) -> NoiseShape {
+        let n = self.n_train;
+        let steps = self.planned_steps;
+        match schedule {
+            NoiseSchedule::Constant => NoiseShape::Constant,
+            NoiseSchedule::Adp { power } => NoiseShape::Adp {
+                power: *power,
+                lr: self.lr.clone(),
+                base_learning_rate: spec.train.learning_rate,
+            },
+            NoiseSchedule::AdpAdagrad { b0_sq, c_alpha } => NoiseShape::AdpAdagrad {
+                b0_sq: *b0_sq,
+                c_alpha: *c_alpha,
+            },
+            NoiseSchedule::Exponential { decay } => NoiseShape::Exponential { decay: *decay },
+            NoiseSchedule::Step { factor, every } => NoiseShape::Step {
+                factor: *factor,
+                period: spec.period_in_steps(*every, n),
+            },
+            NoiseSchedule::TimeDecay { decay } => NoiseShape::TimeDecay { decay: *decay },
+            NoiseSchedule::Polynomial {
+                end_ratio,
+                power,
+                every,
+            } => NoiseShape::Polynomial {
+                end_ratio: *end_ratio,
+                power: *power,
+                period: spec.period_in_steps(*every, n),
+            },
+            NoiseSchedule::InfluenceGd { gamma } => NoiseShape::InfluenceGd {
+                gamma: *gamma,
+                steps,
+            },
+            NoiseSchedule::InfluenceMomentum { gamma, beta } => {
+                NoiseShape::influence_momentum(*gamma, *beta, steps)
+            }
+            NoiseSchedule::File { values, .. } => NoiseShape::Values {
+                values: values.clone(),
+            },
+        }
     }
 
     fn plan_privacy(
@@ -179,9 +256,44 @@ impl TrainingPlan {
         };
         let factory = || new_accountant(p.accountant, &options);
         let (sampler, n, q) = (self.sampler, self.n_train, self.sample_rate);
-        let NoiseSchedule::Constant = p.noise_schedule;
-        let run_event = |sigma: f64, steps: u64| {
-            sampled(sampler, n, q, vec![DpEvent::gaussian(sigma)]).self_composed(steps)
+        let steps = self.planned_steps;
+        let shape = self.noise_shape(spec, &p.noise_schedule);
+        shape.check(steps).map_err(|e| {
+            TrainError::Config(ConfigError::OutOfRange {
+                at: Location::file(&path),
+                key: "noise.schedule".into(),
+                expected: format!(
+                    "a \"{}\" noise schedule with a finite positive noise multiplier at every one of the {steps} steps",
+                    shape.name()
+                ),
+                found: e.to_string(),
+            })
+        })?;
+        let shape_values = shape.values(steps);
+        let round_digits = p.round_digits;
+        // σ_t = κ·s_t, rounded down when asked (conservative).
+        let sigmas_for = |kappa: f64, upto: u64| -> Vec<f64> {
+            shape_values[..upto as usize]
+                .iter()
+                .map(|s| {
+                    let sigma = kappa * s;
+                    match round_digits {
+                        Some(d) => schedule::round_down_significant(sigma, d),
+                        None => sigma,
+                    }
+                })
+                .collect()
+        };
+        let constant = matches!(shape, NoiseShape::Constant) && round_digits.is_none();
+        let run_event = |kappa: f64, upto: u64| -> DpEvent {
+            if constant {
+                return sampled(sampler, n, q, vec![DpEvent::gaussian(kappa)]).self_composed(upto);
+            }
+            let mut ledger = EventLedger::new();
+            for sigma in sigmas_for(kappa, upto) {
+                ledger.record(sampled(sampler, n, q, vec![DpEvent::gaussian(sigma)]));
+            }
+            ledger.to_event()
         };
         let accounting = |source| TrainError::Accounting {
             path: path.clone(),
@@ -190,7 +302,7 @@ impl TrainingPlan {
         // Refuse, before any training, an event the accountant cannot analyse.
         factory()
             .map_err(accounting)?
-            .check(&run_event(1.0, 1))
+            .check(&sampled(sampler, n, q, vec![DpEvent::gaussian(1.0)]))
             .map_err(accounting)?;
 
         let mut warnings = Vec::new();
@@ -200,6 +312,11 @@ impl TrainingPlan {
                 p.accountant
             ));
         }
+        if self.clean_norm {
+            warnings.push(
+                "train.adagrad_norm.norm_source = clean: the step sizes use the gradient before noise, which is not private; epsilon is not guaranteed (use \"noisy\")".to_string(),
+            );
+        }
         if p.delta >= 1.0 / n as f64 {
             warnings.push(format!(
                 "privacy.delta = {} is at least 1/n = {:.3e}: a mechanism that publishes a random example meets it; choose delta well below 1/n",
@@ -207,7 +324,10 @@ impl TrainingPlan {
                 1.0 / n as f64
             ));
         }
-        let steps = self.planned_steps;
+        let calibration = |source| TrainError::Calibration {
+            path: path.clone(),
+            source,
+        };
         let (noise_multiplier, target_epsilon, calibrated) = match p.budget {
             Budget::NoiseMultiplier { noise_multiplier } => (noise_multiplier, None, false),
             Budget::Calibrated { epsilon } => {
@@ -215,15 +335,16 @@ impl TrainingPlan {
                     epsilon,
                     delta: p.delta,
                 };
-                let cal = calibrate::calibrate_noise_multiplier(
-                    &factory,
-                    &|s| run_event(s, steps),
-                    target,
-                )
-                .map_err(|source| TrainError::Calibration {
-                    path: path.clone(),
-                    source,
-                })?;
+                let cal = if constant {
+                    calibrate::calibrate_noise_multiplier(
+                        &factory,
+                        &|s| run_event(s, steps),
+                        target,
+                    )
+                } else {
+                    calibrate::calibrate_scale(&factory, &|k| run_event(k, steps), target)
+                }
+                .map_err(calibration)?;
                 (cal.value, Some(epsilon), true)
             }
             Budget::UntilSpent {
@@ -234,21 +355,42 @@ impl TrainingPlan {
                     epsilon,
                     delta: p.delta,
                 };
-                let cal = calibrate::calibrate_steps(
-                    &factory,
-                    &|t| run_event(noise_multiplier, t),
-                    target,
-                )
-                .map_err(|source| TrainError::Calibration {
-                    path: path.clone(),
-                    source,
-                })?;
-                self.steps = cal.steps.min(steps);
+                if constant {
+                    let cal = calibrate::calibrate_steps(
+                        &factory,
+                        &|t| run_event(noise_multiplier, t),
+                        target,
+                    )
+                    .map_err(calibration)?;
+                    self.steps = cal.steps.min(steps);
+                } else {
+                    // The schedule is defined over the planned steps only: train them all when
+                    // they fit the budget, else the longest prefix that does.
+                    let whole = calibrate::epsilon_of(
+                        &factory,
+                        &run_event(noise_multiplier, steps),
+                        p.delta,
+                    )
+                    .map_err(accounting)?;
+                    if whole.epsilon > epsilon {
+                        let cal = calibrate::calibrate_steps(
+                            &factory,
+                            &|t| run_event(noise_multiplier, t.min(steps)),
+                            target,
+                        )
+                        .map_err(calibration)?;
+                        self.steps = cal.steps.min(steps);
+                    }
+                }
                 (noise_multiplier, Some(epsilon), false)
             }
         };
+        let sigmas = sigmas_for(noise_multiplier, steps);
         Ok(PrivacyPlan {
             noise_multiplier,
+            schedule: shape,
+            sigmas,
+            round_digits,
             delta: p.delta,
             accountant: p.accountant,
             options,
@@ -260,8 +402,17 @@ impl TrainingPlan {
     }
 
     /// σ_t at step `t` (`None` for a non-private run).
-    pub fn noise_multiplier_at(&self, _t: u64) -> Option<f64> {
-        self.privacy.as_ref().map(|p| p.noise_multiplier)
+    pub fn noise_multiplier_at(&self, t: u64) -> Option<f64> {
+        self.privacy
+            .as_ref()
+            .map(|p| p.sigmas.get(t as usize).copied().unwrap_or(f64::NAN))
+    }
+
+    /// First, last, smallest and largest σ_t over the steps the run takes (`None` when
+    /// non-private).
+    pub fn schedule_summary(&self) -> Option<ScheduleSummary> {
+        let p = self.privacy.as_ref()?;
+        ScheduleSummary::of(&p.sigmas[..(self.steps as usize).min(p.sigmas.len())])
     }
 
     /// The event of step `t` given the releases the clipping policy made in it.

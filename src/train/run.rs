@@ -260,6 +260,16 @@ pub fn train_seed(
             loss_count += losses.len();
         }
 
+        // The paper's non-private AdaGrad-norm mode: ‖ḡ‖² of the clipped mean before noise.
+        let clean_norm_sq = match (plan.clean_norm, plan.clip_norm) {
+            (true, Some(c)) => {
+                let w = grads
+                    .norms()
+                    .mapv(|n| if n > c { c / n } else { 1.0 } / plan.expected_batch_size);
+                Some(grads.weighted_sum(&w).iter().map(|v| v * v).sum::<f64>())
+            }
+            _ => None,
+        };
         let (mut g, releases) = match (sigma, plan.clip_norm) {
             (Some(sigma), Some(c)) => match privatize_flat(grads, c, sigma, &mut rng_noise) {
                 Ok(release) => (release.sum, release.events),
@@ -290,7 +300,7 @@ pub fn train_seed(
             break;
         }
         plan.optimizer
-            .step(&mut params, g.view(), lr, &mut opt_state);
+            .step_with_norm(&mut params, g.view(), lr, &mut opt_state, clean_norm_sq);
         observer.on_step(seed, t + 1, total);
 
         if next_eval.peek() == Some(&(t + 1)) {
