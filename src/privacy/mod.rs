@@ -5,6 +5,7 @@
 //! - [`accountant`]: the [`accountant::Accountant`] trait and its implementations.
 //! - [`calibrate`]: the noise multiplier, schedule scale or steps that meet a target (ε, δ).
 //! - [`mechanism`]: the Gaussian mechanism, the one place a noise scale is formed.
+//! - [`normal`]: fast bulk standard normals (xoshiro256++ and a ziggurat), deterministic per seed.
 //! - [`clip`]: clipping policies (flat, ...) that turn per-sample gradients into a [`clip::Release`].
 //!
 //! Walls: this room never imports `model` or `train`. Maths here is `f64`.
@@ -14,4 +15,5 @@ pub mod calibrate;
 pub mod clip;
 pub mod event;
 pub mod mechanism;
+pub mod normal;
 pub mod special;
