@@ -4,9 +4,11 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use dpx::privacy::accountant::Accountant;
+use dpx::privacy::accountant::rdp::RdpAccountant;
 use dpx::privacy::accountant::{AccountantKind, AccountantOptions, new_accountant};
 use dpx::privacy::calibrate::{Target, calibrate_noise_multiplier, dp_sgd_event};
-use dpx::privacy::event::DpEvent;
+use dpx::privacy::event::{DpEvent, NeighbouringRelation};
 
 fn constant_plan(c: &mut Criterion) {
     let options = AccountantOptions::default();
@@ -43,6 +45,28 @@ fn distinct_schedule(c: &mut Criterion) {
     });
 }
 
+fn distinct_schedule_grid(c: &mut Criterion) {
+    // The same schedule with σ rounded down to a geometric grid of relative step 1e-3
+    // (conservative; RdpAccountant::with_sigma_grid).
+    let q = 256.0 / 50000.0;
+    let steps: Vec<DpEvent> = (0..40_000)
+        .map(|t| {
+            DpEvent::poisson_sampled(q, DpEvent::gaussian(0.8 + 2.0 * f64::from(t) / 40_000.0))
+        })
+        .collect();
+    c.bench_function("rdp_40000_distinct_sigma_schedule_grid_1e-3", |b| {
+        b.iter(|| {
+            let mut acc = RdpAccountant::with_defaults(NeighbouringRelation::AddOrRemoveOne)
+                .with_sigma_grid(1e-3)
+                .unwrap();
+            for step in &steps {
+                acc.compose(step, 1).unwrap();
+            }
+            acc.epsilon(1e-5).unwrap().epsilon
+        })
+    });
+}
+
 fn calibration(c: &mut Criterion) {
     let options = AccountantOptions::default();
     c.bench_function("rdp_calibrate_noise_multiplier", |b| {
@@ -62,6 +86,6 @@ fn calibration(c: &mut Criterion) {
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(20);
-    targets = constant_plan, distinct_schedule, calibration
+    targets = constant_plan, distinct_schedule, distinct_schedule_grid, calibration
 }
 criterion_main!(benches);

@@ -5,6 +5,8 @@
 //! - `conv_im2col`: im2col of the second convolution of `cifar_cnn` at batch 128.
 //! - `dp_step`: forward, per-sample gradients, flat clipping, noise, for `logreg_mnist` and
 //!   `cnn_mnist` at batch 256, one thread.
+//! - `gaussian_noise`: 669,706 standard normals (mlp_mnist's noise) by the mechanism's sampler
+//!   and by `privacy::normal`'s bulk sampler.
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -14,6 +16,8 @@ use dpx::grad::PerSampleGradients;
 use dpx::model::ModelSpec;
 use dpx::model::kernels::{Window, im2col};
 use dpx::privacy::clip::flat::privatize_flat;
+use dpx::privacy::mechanism::add_gaussian_noise;
+use dpx::privacy::normal::add_scaled_normals;
 use ndarray::Array2;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -91,9 +95,25 @@ fn dp_step(c: &mut Criterion) {
     }
 }
 
+fn gaussian_noise(c: &mut Criterion) {
+    // mlp_mnist's 669,706 parameters: the mechanism's per-coordinate ziggurat over ChaCha8 (what
+    // `dpx bench` uses today) against the bulk sampler of privacy::normal.
+    let n = 669_706;
+    let mut sum = ndarray::Array1::<f64>::zeros(n);
+    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    one_thread();
+    c.bench_function("gaussian_noise/mechanism_chacha8/669706", |b| {
+        b.iter(|| add_gaussian_noise(sum.view_mut(), 1.0, 1.0, &mut rng).unwrap())
+    });
+    let mut sum = vec![0.0f64; n];
+    c.bench_function("gaussian_noise/normal_xoshiro_ziggurat/669706", |b| {
+        b.iter(|| add_scaled_normals(&mut sum, 1.0, &mut rng))
+    });
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(10);
-    targets = dense_per_sample_norms, conv_im2col, dp_step
+    targets = dense_per_sample_norms, conv_im2col, dp_step, gaussian_noise
 }
 criterion_main!(benches);

@@ -99,6 +99,65 @@ pub fn im2col(x: ArrayView2<'_, f32>, g: &Window) -> Array2<f32> {
     cols
 }
 
+/// im2col of one example into `out` (`[L, K]` row-major, every entry overwritten, padding
+/// zeroed): the per-example building block of [`im2col`], used with reused buffers so a
+/// convolution's patches are formed a few examples at a time while they are still in cache.
+pub fn im2col_example(xi: &[f32], g: &Window, out: &mut [f32]) {
+    let (k, c) = (g.patch_len(), g.channels);
+    let out = &mut out[..g.positions() * k];
+    out.fill(0.0);
+    for oh in 0..g.out_height {
+        for ow in 0..g.out_width {
+            let row = &mut out[(oh * g.out_width + ow) * k..][..k];
+            let (kj0, kj1) = g.valid_taps(ow);
+            for ki in 0..g.kernel {
+                let ih = (oh * g.stride + ki) as isize - g.padding as isize;
+                if ih < 0 || ih >= g.height as isize || kj0 >= kj1 {
+                    continue;
+                }
+                let iw0 = ow * g.stride + kj0 - g.padding;
+                let src = (ih as usize * g.width + iw0) * c;
+                let dst = (ki * g.kernel + kj0) * c;
+                let len = (kj1 - kj0) * c;
+                row[dst..dst + len].copy_from_slice(&xi[src..src + len]);
+            }
+        }
+    }
+}
+
+/// The adjoint of [`im2col_example`]: add the rows of `cols` (`[L, K]`) onto the pixels of one
+/// example `xi` (`[H·W·C]`) they came from.
+pub fn col2im_example_add(cols: &[f32], g: &Window, xi: &mut [f32]) {
+    let (k, c) = (g.patch_len(), g.channels);
+    for oh in 0..g.out_height {
+        for ow in 0..g.out_width {
+            let row = &cols[(oh * g.out_width + ow) * k..][..k];
+            let (kj0, kj1) = g.valid_taps(ow);
+            for ki in 0..g.kernel {
+                let ih = (oh * g.stride + ki) as isize - g.padding as isize;
+                if ih < 0 || ih >= g.height as isize || kj0 >= kj1 {
+                    continue;
+                }
+                let iw0 = ow * g.stride + kj0 - g.padding;
+                let dst = (ih as usize * g.width + iw0) * c;
+                let src = (ki * g.kernel + kj0) * c;
+                let len = (kj1 - kj0) * c;
+                for (d, s) in xi[dst..dst + len].iter_mut().zip(&row[src..src + len]) {
+                    *d += *s;
+                }
+            }
+        }
+    }
+}
+
+/// Examples per chunk when a convolution forms its patches a chunk at a time: enough for about
+/// 512 KiB of im2col rows (at least one). Depends only on the layer's shape, never on the thread
+/// count, so chunked sums are reproducible.
+pub fn conv_chunk_examples(g: &Window) -> usize {
+    const TARGET_BYTES: usize = 512 * 1024;
+    (TARGET_BYTES / (g.positions() * g.patch_len() * 4).max(1)).max(1)
+}
+
 /// The adjoint of [`im2col`]: add every row's entries back onto the input pixels they came from.
 ///
 /// # Shapes
@@ -158,21 +217,37 @@ pub fn max_pool(x: ArrayView2<'_, f32>, g: &Window) -> (Array2<f32>, Array2<u32>
         .zip(arg.axis_iter_mut(Axis(0)).into_par_iter())
         .zip(x.axis_iter(Axis(0)).into_par_iter())
         .for_each(|((mut oi, mut ai), xi)| {
+            let (Some(oi), Some(ai)) = (oi.as_slice_mut(), ai.as_slice_mut()) else {
+                unreachable!("rows of a fresh array are contiguous")
+            };
+            let xi = row_slice(xi);
             for oh in 0..g.out_height {
                 for ow in 0..g.out_width {
                     let o = (oh * g.out_width + ow) * c;
+                    let (oo, aa) = (&mut oi[o..o + c], &mut ai[o..o + c]);
+                    // The first tap initialises; later taps replace where larger (branch-free
+                    // selects, so the channel loop vectorises).
+                    let first = (oh * g.stride * g.width + ow * g.stride) * c;
+                    oo.copy_from_slice(&xi[first..first + c]);
+                    for (ch, a) in aa.iter_mut().enumerate() {
+                        *a = (first + ch) as u32;
+                    }
                     for ki in 0..g.kernel {
                         for kj in 0..g.kernel {
+                            if ki == 0 && kj == 0 {
+                                continue;
+                            }
                             let ih = oh * g.stride + ki;
                             let iw = ow * g.stride + kj;
                             let src = (ih * g.width + iw) * c;
-                            for ch in 0..c {
-                                let v = xi[src + ch];
+                            let xs = &xi[src..src + c];
+                            for (ch, ((cur, a), &v)) in
+                                oo.iter_mut().zip(aa.iter_mut()).zip(xs).enumerate()
+                            {
                                 // Also lets a NaN through, as PyTorch propagates it.
-                                if v > oi[o + ch] || v.is_nan() {
-                                    oi[o + ch] = v;
-                                    ai[o + ch] = (src + ch) as u32;
-                                }
+                                let take = v > *cur || v.is_nan();
+                                *cur = if take { v } else { *cur };
+                                *a = if take { (src + ch) as u32 } else { *a };
                             }
                         }
                     }
@@ -180,6 +255,14 @@ pub fn max_pool(x: ArrayView2<'_, f32>, g: &Window) -> (Array2<f32>, Array2<u32>
             }
         });
     (out, arg)
+}
+
+/// A row as a slice (borrowed when contiguous).
+fn row_slice<'a>(xi: ndarray::ArrayView1<'a, f32>) -> std::borrow::Cow<'a, [f32]> {
+    match xi.to_slice() {
+        Some(s) => std::borrow::Cow::Borrowed(s),
+        None => std::borrow::Cow::Owned(xi.to_vec()),
+    }
 }
 
 /// Backward of [`max_pool`]: route each output gradient to its winning input entry.
@@ -191,6 +274,10 @@ pub fn max_pool_backward(dout: ArrayView2<'_, f32>, arg: &Array2<u32>, g: &Windo
         .zip(dout.axis_iter(Axis(0)).into_par_iter())
         .zip(arg.axis_iter(Axis(0)).into_par_iter())
         .for_each(|((mut dxi, di), ai)| {
+            let Some(dxi) = dxi.as_slice_mut() else {
+                unreachable!("rows of a fresh array are contiguous")
+            };
+            let di = row_slice(di);
             for (d, &a) in di.iter().zip(ai.iter()) {
                 dxi[a as usize] += *d;
             }
@@ -208,20 +295,23 @@ pub fn avg_pool(x: ArrayView2<'_, f32>, g: &Window) -> Array2<f32> {
         .into_par_iter()
         .zip(x.axis_iter(Axis(0)).into_par_iter())
         .for_each(|(mut oi, xi)| {
+            let Some(oi) = oi.as_slice_mut() else {
+                unreachable!("rows of a fresh array are contiguous")
+            };
+            let xi = row_slice(xi);
             for oh in 0..g.out_height {
                 for ow in 0..g.out_width {
                     let o = (oh * g.out_width + ow) * c;
+                    let oo = &mut oi[o..o + c];
                     for ki in 0..g.kernel {
                         for kj in 0..g.kernel {
                             let src = ((oh * g.stride + ki) * g.width + ow * g.stride + kj) * c;
-                            for ch in 0..c {
-                                oi[o + ch] += xi[src + ch];
+                            for (d, s) in oo.iter_mut().zip(&xi[src..src + c]) {
+                                *d += *s;
                             }
                         }
                     }
-                    for ch in 0..c {
-                        oi[o + ch] *= scale;
-                    }
+                    oo.iter_mut().for_each(|v| *v *= scale);
                 }
             }
         });
@@ -238,14 +328,19 @@ pub fn avg_pool_backward(dout: ArrayView2<'_, f32>, g: &Window) -> Array2<f32> {
         .into_par_iter()
         .zip(dout.axis_iter(Axis(0)).into_par_iter())
         .for_each(|(mut dxi, di)| {
+            let Some(dxi) = dxi.as_slice_mut() else {
+                unreachable!("rows of a fresh array are contiguous")
+            };
+            let di = row_slice(di);
             for oh in 0..g.out_height {
                 for ow in 0..g.out_width {
                     let o = (oh * g.out_width + ow) * c;
+                    let dd = &di[o..o + c];
                     for ki in 0..g.kernel {
                         for kj in 0..g.kernel {
                             let dst = ((oh * g.stride + ki) * g.width + ow * g.stride + kj) * c;
-                            for ch in 0..c {
-                                dxi[dst + ch] += di[o + ch] * scale;
+                            for (x, d) in dxi[dst..dst + c].iter_mut().zip(dd) {
+                                *x += *d * scale;
                             }
                         }
                     }
@@ -288,7 +383,10 @@ fn permute_rows(
         .into_par_iter()
         .zip(x.axis_iter(Axis(0)).into_par_iter())
         .for_each(|(mut oi, xi)| {
-            for (src, v) in xi.iter().enumerate() {
+            let Some(oi) = oi.as_slice_mut() else {
+                unreachable!("rows of a fresh array are contiguous")
+            };
+            for (src, v) in row_slice(xi).iter().enumerate() {
                 oi[dst_of(src)] = *v;
             }
         });

@@ -12,10 +12,14 @@
 
 use std::ops::Range;
 
-use ndarray::{Array1, Array2, ArrayView1, ArrayView2, CowArray, Ix2, s};
+use std::borrow::Cow;
+
+use ndarray::linalg::general_mat_mul;
+use ndarray::{Array1, Array2, ArrayView1, ArrayView2, ArrayViewMut2, Axis, CowArray, Ix2, s};
 use rand::Rng;
 use rand::SeedableRng;
 use rand_chacha::ChaCha12Rng;
+use rayon::prelude::*;
 
 use super::ModelError;
 use super::kernels::{self, Window};
@@ -338,8 +342,6 @@ fn window(
 pub(crate) struct Trace<'a> {
     /// `acts[i]` is the input of layer `i`; `acts[n]` the logits.
     pub acts: Vec<CowArray<'a, f32, Ix2>>,
-    /// im2col matrices of convolution layers.
-    pub cols: Vec<Option<Array2<f32>>>,
     /// Winning indices of max-pooling layers.
     pub argmax: Vec<Option<Array2<u32>>>,
 }
@@ -607,13 +609,14 @@ impl Model {
                     bias,
                     ..
                 } => {
-                    let Some(cols) = trace.cols[i].take() else {
-                        unreachable!("a convolution's trace keeps its im2col matrix")
-                    };
+                    let input = std::mem::replace(
+                        &mut trace.acts[i],
+                        CowArray::from(Array2::zeros((0, 0))),
+                    );
                     trainables.push(Trainable::Conv {
-                        cols,
+                        input,
+                        window: *window,
                         delta,
-                        positions: window.positions(),
                         weight: weight.clone(),
                         bias: bias.clone(),
                     });
@@ -699,7 +702,6 @@ impl Model {
         let n = self.layers.len();
         let batch = x.nrows();
         let mut acts: Vec<CowArray<'a, f32, Ix2>> = Vec::with_capacity(n + 1);
-        let mut cols = vec![None; n];
         let mut argmax = vec![None; n];
         acts.push(CowArray::from(x));
         for (i, layer) in self.layers.iter().enumerate() {
@@ -723,14 +725,9 @@ impl Model {
                     weight,
                     bias,
                 } => {
-                    let u = kernels::im2col(input, window);
                     let w = weight_matrix(&params, weight, *out_channels, window.patch_len());
-                    let mut out = broadcast_bias(&params, bias, u.nrows());
-                    gemm(u.view(), w.t(), 1.0, out.view_mut());
-                    if keep {
-                        cols[i] = Some(u);
-                    }
-                    into_rows(out, batch, window.positions() * out_channels)
+                    let b = params.slice(s![bias.clone()]);
+                    conv_forward(input, window, w, b)
                 }
                 Layer::MaxPool { window } => {
                     let (out, arg) = kernels::max_pool(input, window);
@@ -742,7 +739,16 @@ impl Model {
                 Layer::AvgPool { window } => kernels::avg_pool(input, window),
                 Layer::Flatten { c, h, w } => kernels::hwc_to_chw(input, *c, *h, *w),
                 Layer::Act(f) => {
-                    let mut out = input.to_owned();
+                    // The backward pass of an activation needs its output only; its input is
+                    // needed later only when it is another activation's output. Otherwise
+                    // activate in place instead of copying.
+                    let reuse = i > 0 && !matches!(self.layers[i - 1], Layer::Act(_));
+                    let mut out = if reuse {
+                        std::mem::replace(&mut acts[i], CowArray::from(Array2::zeros((0, 0))))
+                            .into_owned()
+                    } else {
+                        input.to_owned()
+                    };
                     kernels::activate(*f, &mut out);
                     out
                 }
@@ -752,7 +758,7 @@ impl Model {
             }
             acts.push(CowArray::from(out));
         }
-        Trace { acts, cols, argmax }
+        Trace { acts, argmax }
     }
 
     /// Backward pass from the logits' gradient; returns each trainable layer's delta (the loss
@@ -803,9 +809,7 @@ impl Model {
                         .unwrap_or_else(|_| unreachable!("a conv delta is contiguous"));
                     if i > first {
                         let w = weight_matrix(&params, weight, *out_channels, window.patch_len());
-                        let mut du = Array2::<f32>::zeros((rows, window.patch_len()));
-                        gemm(dm.view(), w, 0.0, du.view_mut());
-                        d = kernels::col2im(du.view(), window, batch);
+                        d = conv_input_gradient(dm.view(), window, w, batch);
                     }
                     deltas[i] = Some(dm);
                 }
@@ -845,8 +849,74 @@ fn broadcast_bias(params: &ArrayView1<'_, f32>, range: &Range<usize>, rows: usiz
     out
 }
 
-/// `[B·L, C]` to `[B, L·C]` (no copy).
-fn into_rows(a: Array2<f32>, batch: usize, per: usize) -> Array2<f32> {
-    a.into_shape_with_order((batch, per))
-        .unwrap_or_else(|_| unreachable!("a fresh product is contiguous"))
+/// A convolution's forward pass `Y_i = U_i Wᵀ + b`, a chunk of examples at a time
+/// ([`kernels::conv_chunk_examples`]): each chunk's im2col rows are formed in a reused buffer and
+/// multiplied while still in cache, so the `[B·L, K]` matrix never exists. Chunks are
+/// independent (run in parallel); each output row is one product whatever the thread count.
+///
+/// # Shapes
+/// `x`: `[B, H·W·C_in]`; `w`: `[C_out, K]`; `b`: `[C_out]`; returns `[B, L·C_out]`.
+fn conv_forward(
+    x: ArrayView2<'_, f32>,
+    g: &Window,
+    w: ArrayView2<'_, f32>,
+    b: ArrayView1<'_, f32>,
+) -> Array2<f32> {
+    let (batch, l, k, c) = (x.nrows(), g.positions(), g.patch_len(), w.nrows());
+    let mut out = Array2::<f32>::zeros((batch, l * c));
+    let per = kernels::conv_chunk_examples(g);
+    out.axis_chunks_iter_mut(Axis(0), per)
+        .into_par_iter()
+        .zip(x.axis_chunks_iter(Axis(0), per).into_par_iter())
+        .for_each_init(Vec::new, |buf: &mut Vec<f32>, (o, xc)| {
+            let nb = xc.nrows();
+            buf.resize(nb * l * k, 0.0);
+            for (j, xi) in xc.rows().into_iter().enumerate() {
+                let xi = xi
+                    .as_slice()
+                    .map_or_else(|| xi.to_vec().into(), Cow::Borrowed);
+                kernels::im2col_example(&xi, g, &mut buf[j * l * k..(j + 1) * l * k]);
+            }
+            let u = ArrayView2::from_shape((nb * l, k), &buf[..nb * l * k])
+                .unwrap_or_else(|_| unreachable!("the buffer has nb·L·K entries"));
+            let mut o = o
+                .into_shape_with_order((nb * l, c))
+                .unwrap_or_else(|_| unreachable!("rows of a fresh array are contiguous"));
+            o.rows_mut().into_iter().for_each(|mut r| r.assign(&b));
+            general_mat_mul(1.0, &u, &w.t(), 1.0, &mut o);
+        });
+    out
+}
+
+/// A convolution's input gradient `col2im(Δ W)`, a chunk of examples at a time (the `[B·L, K]`
+/// product never exists; see [`conv_forward`]).
+///
+/// # Shapes
+/// `dm`: `[B·L, C_out]`; `w`: `[C_out, K]`; returns `[B, H·W·C_in]`.
+fn conv_input_gradient(
+    dm: ArrayView2<'_, f32>,
+    g: &Window,
+    w: ArrayView2<'_, f32>,
+    batch: usize,
+) -> Array2<f32> {
+    let (l, k) = (g.positions(), g.patch_len());
+    let mut dx = Array2::<f32>::zeros((batch, g.in_len()));
+    let per = kernels::conv_chunk_examples(g);
+    dx.axis_chunks_iter_mut(Axis(0), per)
+        .into_par_iter()
+        .zip(dm.axis_chunks_iter(Axis(0), per * l).into_par_iter())
+        .for_each_init(Vec::new, |buf: &mut Vec<f32>, (mut dxc, dc)| {
+            let nb = dxc.nrows();
+            buf.resize(nb * l * k, 0.0);
+            let mut du = ArrayViewMut2::from_shape((nb * l, k), &mut buf[..nb * l * k])
+                .unwrap_or_else(|_| unreachable!("the buffer has nb·L·K entries"));
+            general_mat_mul(1.0, &dc, &w, 0.0, &mut du);
+            for (j, mut xi) in dxc.rows_mut().into_iter().enumerate() {
+                let Some(xi) = xi.as_slice_mut() else {
+                    unreachable!("rows of a fresh array are contiguous")
+                };
+                kernels::col2im_example_add(&buf[j * l * k..(j + 1) * l * k], g, xi);
+            }
+        });
+    dx
 }

@@ -29,6 +29,7 @@ use ndarray::linalg::general_mat_mul;
 use ndarray::{Array1, Array2, ArrayView2, ArrayViewMut2, Axis, CowArray, Ix2, s};
 use rayon::prelude::*;
 
+use super::kernels::{Window, conv_chunk_examples, im2col_example};
 use super::linalg::gemm;
 use crate::grad::{GradError, PerSampleGradients, check_materialize_budget};
 
@@ -45,11 +46,12 @@ pub(crate) enum Trainable<'a> {
         weight: Range<usize>,
         bias: Range<usize>,
     },
-    /// `cols`: `[B·L, K]` (im2col); `delta`: `[B·L, C_out]`.
+    /// `input`: `[B, H·W·C_in]` (channels-last; its im2col rows `U_i` `[L, K]` are formed a few
+    /// examples at a time when needed); `delta`: `[B·L, C_out]`.
     Conv {
-        cols: Array2<f32>,
+        input: CowArray<'a, f32, Ix2>,
+        window: Window,
         delta: Array2<f32>,
-        positions: usize,
         weight: Range<usize>,
         bias: Range<usize>,
     },
@@ -150,21 +152,22 @@ impl<'a> BatchGradients<'a> {
                         dense_squared_norms(input.view(), delta.view())
                     }
                     Trainable::Conv {
-                        cols,
+                        input,
+                        window,
                         delta,
-                        positions,
                         ..
                     } => {
+                        let (positions, k) = (window.positions(), window.patch_len());
                         // Materialising and keeping Δ_iᵀU_i costs L·K·C_out per example and saves
                         // the weighted sum's product of the same size, so it beats the ghost norm
                         // whenever the kept gradients fit the cache; otherwise take the cheaper.
-                        let bytes = (self.batch * cols.ncols() * delta.ncols() * 4) as u64;
+                        let bytes = (self.batch * k * delta.ncols() * 4) as u64;
                         let fits = bytes <= cache_budget;
                         let method = self.conv_method.unwrap_or_else(|| {
                             if fits {
                                 ConvNormMethod::Materialize
                             } else {
-                                ConvNormMethod::cheaper(*positions, cols.ncols(), delta.ncols())
+                                ConvNormMethod::cheaper(positions, k, delta.ncols())
                             }
                         });
                         let keep = method == ConvNormMethod::Materialize && fits;
@@ -172,7 +175,7 @@ impl<'a> BatchGradients<'a> {
                             cache_budget -= bytes;
                         }
                         let (norms, kept) =
-                            conv_squared_norms(cols.view(), delta.view(), *positions, method, keep);
+                            conv_squared_norms(input.view(), window, delta.view(), method, keep);
                         cache = kept;
                         norms
                     }
@@ -213,12 +216,13 @@ impl<'a> BatchGradients<'a> {
                     bias_sum(&mut out, bias, delta.view(), 1, bcol.as_deref());
                 }
                 Trainable::Conv {
-                    cols,
+                    input,
+                    window,
                     delta,
-                    positions,
                     weight,
                     bias,
                 } => {
+                    let positions = &window.positions();
                     let cached = self.squared.get().and_then(|(_, c)| c[t].as_ref());
                     if let (Some(per_example), Some(w)) = (cached, wcol.as_deref()) {
                         weighted_rows_sum(&mut out, weight, per_example.view(), w);
@@ -227,8 +231,7 @@ impl<'a> BatchGradients<'a> {
                     }
                     let scaled = scale_rows(delta.view(), wcol.as_deref(), *positions);
                     let d = scaled.as_ref().map_or(delta.view(), |a| a.view());
-                    let mut gw = Array2::<f32>::zeros((delta.ncols(), cols.ncols()));
-                    gemm(d.t(), cols.view(), 0.0, gw.view_mut());
+                    let gw = conv_weight_gradient(input.view(), window, d);
                     write_f64(&mut out, weight, &gw);
                     bias_sum(&mut out, bias, delta.view(), *positions, bcol.as_deref());
                 }
@@ -307,14 +310,16 @@ impl PerSampleGradients for BatchGradients<'_> {
                             row.slice_mut(s![bias.clone()]).assign(&d);
                         }
                         Trainable::Conv {
-                            cols,
+                            input,
+                            window,
                             delta,
-                            positions,
                             weight,
                             bias,
                         } => {
-                            let l = *positions;
-                            let u = cols.slice(s![i * l..(i + 1) * l, ..]);
+                            let l = window.positions();
+                            let ub = example_cols(input.view(), window, i, Vec::new());
+                            let u = ArrayView2::from_shape((l, window.patch_len()), &ub[..])
+                                .unwrap_or_else(|_| unreachable!("L·K entries"));
                             let d = delta.slice(s![i * l..(i + 1) * l, ..]);
                             let gw = row
                                 .slice_mut(s![weight.clone()])
@@ -362,14 +367,15 @@ fn dense_squared_norms(input: ArrayView2<'_, f32>, delta: ArrayView2<'_, f32>) -
 /// Per example: (‖Δ_iᵀ U_i‖²_F, ‖Σ_l Δ_i[l, :]‖²); with `keep` (materialise method only), also
 /// the per-example weight gradients `[B, C_out·K]`.
 fn conv_squared_norms(
-    cols: ArrayView2<'_, f32>,
+    input: ArrayView2<'_, f32>,
+    window: &Window,
     delta: ArrayView2<'_, f32>,
-    positions: usize,
     method: ConvNormMethod,
     keep: bool,
 ) -> (Vec<(f64, f64)>, Option<Array2<f32>>) {
-    let batch = delta.nrows().checked_div(positions).unwrap_or(0);
-    let (k, c) = (cols.ncols(), delta.ncols());
+    let positions = window.positions();
+    let batch = input.nrows();
+    let (k, c) = (window.patch_len(), delta.ncols());
     let bias_sq = |d: ArrayView2<'_, f32>| -> f64 {
         let mut bias = vec![0.0f64; c];
         for r in d.rows() {
@@ -379,20 +385,18 @@ fn conv_squared_norms(
         }
         bias.iter().map(|b| b * b).sum()
     };
-    let example = |i: usize| {
-        (
-            cols.slice(s![i * positions..(i + 1) * positions, ..]),
-            delta.slice(s![i * positions..(i + 1) * positions, ..]),
-        )
-    };
+    let delta_of = |i: usize| delta.slice(s![i * positions..(i + 1) * positions, ..]);
     if keep && method == ConvNormMethod::Materialize {
         let mut kept = Array2::<f32>::zeros((batch, c * k));
         let norms = kept
             .axis_iter_mut(Axis(0))
             .into_par_iter()
             .enumerate()
-            .map(|(i, row)| {
-                let (u, d) = example(i);
+            .map_init(Vec::new, |buf, (i, row)| {
+                *buf = example_cols(input, window, i, std::mem::take(buf));
+                let u = ArrayView2::from_shape((positions, k), &buf[..])
+                    .unwrap_or_else(|_| unreachable!("L·K entries"));
+                let d = delta_of(i);
                 let mut g = row
                     .into_shape_with_order((c, k))
                     .unwrap_or_else(|_| unreachable!("a row of a fresh array is contiguous"));
@@ -405,17 +409,23 @@ fn conv_squared_norms(
     let norms = (0..batch)
         .into_par_iter()
         .map_init(
-            || match method {
-                ConvNormMethod::Materialize => {
-                    (Array2::<f32>::zeros((c, k)), Array2::<f32>::zeros((0, 0)))
-                }
-                ConvNormMethod::Ghost => (
-                    Array2::<f32>::zeros((positions, positions)),
-                    Array2::<f32>::zeros((positions, positions)),
-                ),
+            || {
+                let scratch = match method {
+                    ConvNormMethod::Materialize => {
+                        (Array2::<f32>::zeros((c, k)), Array2::<f32>::zeros((0, 0)))
+                    }
+                    ConvNormMethod::Ghost => (
+                        Array2::<f32>::zeros((positions, positions)),
+                        Array2::<f32>::zeros((positions, positions)),
+                    ),
+                };
+                (scratch, Vec::new())
             },
-            |(s1, s2), i| {
-                let (u, d) = example(i);
+            |((s1, s2), buf), i| {
+                *buf = example_cols(input, window, i, std::mem::take(buf));
+                let u = ArrayView2::from_shape((positions, k), &buf[..])
+                    .unwrap_or_else(|_| unreachable!("L·K entries"));
+                let d = delta_of(i);
                 let weight_sq = match method {
                     ConvNormMethod::Materialize => {
                         conv_example_gradient(u, d, s1.view_mut());
@@ -435,6 +445,53 @@ fn conv_squared_norms(
         )
         .collect();
     (norms, None)
+}
+
+/// Example `i`'s im2col rows `U_i` (`[L, K]` row-major) in `buf` (reused).
+fn example_cols(
+    input: ArrayView2<'_, f32>,
+    window: &Window,
+    i: usize,
+    mut buf: Vec<f32>,
+) -> Vec<f32> {
+    buf.resize(window.positions() * window.patch_len(), 0.0);
+    let xi = input.row(i);
+    match xi.as_slice() {
+        Some(xi) => im2col_example(xi, window, &mut buf),
+        None => im2col_example(&xi.to_vec(), window, &mut buf),
+    }
+    buf
+}
+
+/// `Σ_i Δ_iᵀ U_i` (`[C_out, K]`) with `d` = Δ (`[B·L, C_out]`, rows possibly pre-scaled): the
+/// im2col rows are formed [`conv_chunk_examples`] examples at a time and each chunk's product
+/// is accumulated in chunk order (the same order whatever the thread count).
+fn conv_weight_gradient(
+    input: ArrayView2<'_, f32>,
+    window: &Window,
+    d: ArrayView2<'_, f32>,
+) -> Array2<f32> {
+    let (l, k) = (window.positions(), window.patch_len());
+    let mut gw = Array2::<f32>::zeros((d.ncols(), k));
+    let per = conv_chunk_examples(window);
+    let mut buf = Vec::new();
+    for (xc, dc) in input
+        .axis_chunks_iter(Axis(0), per)
+        .zip(d.axis_chunks_iter(Axis(0), per * l))
+    {
+        let nb = xc.nrows();
+        buf.resize(nb * l * k, 0.0);
+        buf.par_chunks_mut(l * k)
+            .zip(xc.axis_iter(Axis(0)).into_par_iter())
+            .for_each(|(out, xi)| match xi.as_slice() {
+                Some(xi) => im2col_example(xi, window, out),
+                None => im2col_example(&xi.to_vec(), window, out),
+            });
+        let u = ArrayView2::from_shape((nb * l, k), &buf[..nb * l * k])
+            .unwrap_or_else(|_| unreachable!("nb·L·K entries"));
+        gemm(dc.t(), u, 1.0, gw.view_mut());
+    }
+    gw
 }
 
 /// out[range] ← Σ_i w_i rows[i] (f64, examples in order), split over output blocks only.

@@ -5,6 +5,7 @@
 //! - [`accountant`]: the [`accountant::Accountant`] trait and its implementations.
 //! - [`calibrate`]: the noise multiplier, schedule scale or steps that meet a target (ε, δ).
 //! - [`mechanism`]: the Gaussian mechanism, the one place a noise scale is formed.
+//! - [`normal`]: fast bulk standard normals (xoshiro256++ and a ziggurat), deterministic per seed.
 //! - [`schedule`]: noise-multiplier shapes s_t over the steps (σ_t = κ·s_t).
 //! - [`secure_rng`]: the OS-seeded ChaCha20 noise source of `privacy.secure_noise = true`.
 //! - [`clip`]: clipping policies (flat, ...) that turn per-sample gradients into a [`clip::Release`].
@@ -16,6 +17,7 @@ pub mod calibrate;
 pub mod clip;
 pub mod event;
 pub mod mechanism;
+pub mod normal;
 pub mod schedule;
 pub mod secure_rng;
 pub mod special;

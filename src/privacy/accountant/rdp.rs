@@ -39,6 +39,11 @@
 //! non-decreasing in α. So ε(δ) = min over the grid is found by branch and bound: orders whose
 //! lower bound (from computed neighbours) cannot beat the best are never evaluated. The minimum is
 //! the same as over the full grid.
+//!
+//! A schedule with tens of thousands of distinct σ_t still costs one series per step at each
+//! evaluated order. [`RdpAccountant::with_sigma_grid`] is an opt-in conservative approximation:
+//! σ rounded down to a fine geometric grid, equal steps grouped (ε can only grow; the sandwich
+//! against the exact value is tested).
 
 use std::sync::{Mutex, OnceLock};
 
@@ -665,6 +670,34 @@ impl RdpKernel {
     }
 }
 
+/// The largest grid point `(1 + step)^k ≤ sigma` (`ln_step = ln(1 + step)`), for σ > 0 finite.
+fn round_down_to_grid(sigma: f64, ln_step: f64) -> f64 {
+    if !(sigma.is_finite() && sigma > 0.0) {
+        return sigma;
+    }
+    let mut k = (sigma.ln() / ln_step).floor();
+    // exp/ln rounding may land one point off either way: settle on the largest k with
+    // exp(k·ln_step) ≤ σ (so a grid point maps to itself).
+    while (k * ln_step).exp() > sigma {
+        k -= 1.0;
+    }
+    while ((k + 1.0) * ln_step).exp() <= sigma {
+        k += 1.0;
+    }
+    (k * ln_step).exp()
+}
+
+/// A hashable identity of a kernel (its variant and parameters' bits).
+fn kernel_key(kernel: &RdpKernel) -> [u64; 3] {
+    match *kernel {
+        RdpKernel::Gaussian { sigma } => [0, 0, sigma.to_bits()],
+        RdpKernel::PoissonGaussian { q, sigma } => [1, q.to_bits(), sigma.to_bits()],
+        RdpKernel::WorGaussian { q, sigma } => [2, q.to_bits(), sigma.to_bits()],
+        RdpKernel::Laplace { eps } => [3, 0, eps.to_bits()],
+        RdpKernel::PoissonLaplace { q, eps } => [4, q.to_bits(), eps.to_bits()],
+    }
+}
+
 fn check_rate(q: f64) -> Result<(), AccountingError> {
     if q.is_nan() || !(0.0..=1.0).contains(&q) {
         return Err(AccountingError::InvalidParameter {
@@ -809,6 +842,10 @@ pub struct RdpAccountant {
     non_private: bool,
     all_exact: bool,
     cache: Mutex<Vec<OrderTotal>>,
+    /// `ln(1 + step)` of the optional noise-multiplier grid ([`RdpAccountant::with_sigma_grid`]).
+    sigma_grid: Option<f64>,
+    /// With a grid: where each distinct kernel's segment is, so equal kernels share one segment.
+    kernel_index: std::collections::HashMap<[u64; 3], usize>,
 }
 
 impl RdpAccountant {
@@ -846,6 +883,8 @@ impl RdpAccountant {
             non_private: false,
             all_exact: true,
             cache: Mutex::new(vec![OrderTotal::default(); n]),
+            sigma_grid: None,
+            kernel_index: Default::default(),
         })
     }
 
@@ -859,6 +898,59 @@ impl RdpAccountant {
             non_private: false,
             all_exact: true,
             cache: Mutex::new(vec![OrderTotal::default(); default_orders().len()]),
+            sigma_grid: None,
+            kernel_index: Default::default(),
+        }
+    }
+
+    /// A conservative approximation for long schedules with many distinct noise multipliers:
+    /// every full-batch or Poisson-subsampled Gaussian step's noise multiplier σ is rounded DOWN to the geometric grid {(1 + relative_step)^k : k ∈ ℤ}, and
+    /// steps with equal kernels share one segment, so a schedule costs one RDP evaluation per
+    /// distinct grid value instead of per step.
+    ///
+    /// Conservative: both RDP curves are exact Rényi divergences, non-increasing in σ (a Gaussian
+    /// of larger variance is a post-processing — adding independent noise — of one of smaller
+    /// variance, and Rényi divergence obeys data processing; van Erven & Harremoës 2014, Thm. 9), so rounding σ down never lowers any step's RDP and the
+    /// reported ε can only grow. It exceeds the exact ε by at most the effect of dividing every σ
+    /// by (1 + relative_step) (tested). Laplace steps and sampling without replacement (whose
+    /// RDP here is a bound, not a divergence) are unchanged. Must be set before composing;
+    /// `relative_step` must lie in [1e-9, 0.1].
+    pub fn with_sigma_grid(mut self, relative_step: f64) -> Result<Self, AccountingError> {
+        if !(1e-9..=0.1).contains(&relative_step) {
+            return Err(AccountingError::InvalidParameter {
+                name: "relative_step",
+                value: relative_step,
+                expected: "a relative grid step in [1e-9, 0.1]",
+            });
+        }
+        self.sigma_grid = Some(relative_step.ln_1p());
+        Ok(self)
+    }
+
+    /// `kernel` with its noise multiplier rounded down to the grid (identity without a grid).
+    fn on_grid(&self, kernel: RdpKernel) -> RdpKernel {
+        let Some(ln_step) = self.sigma_grid else {
+            return kernel;
+        };
+        let down = |sigma: f64| round_down_to_grid(sigma, ln_step);
+        match kernel {
+            RdpKernel::Gaussian { sigma } => RdpKernel::Gaussian { sigma: down(sigma) },
+            RdpKernel::PoissonGaussian { q, sigma } => RdpKernel::PoissonGaussian {
+                q,
+                sigma: down(sigma),
+            },
+            other => other,
+        }
+    }
+
+    /// Add `n` steps of `kernel` to segment `index`, updating cached totals that include it.
+    fn add_to_segment(&mut self, index: usize, kernel: RdpKernel, n: u64) {
+        self.segments[index].1 += n;
+        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        for (entry, &alpha) in cache.iter_mut().zip(&self.orders) {
+            if entry.upto > index {
+                entry.total += kernel.rdp(alpha) * n as f64;
+            }
         }
     }
 
@@ -1199,6 +1291,18 @@ impl Accountant for RdpAccountant {
         self.non_private |= flat.non_private;
         for (kernel, n) in flat.kernels {
             self.all_exact &= kernel.is_exact();
+            if self.sigma_grid.is_some() {
+                let kernel = self.on_grid(kernel);
+                let key = kernel_key(&kernel);
+                match self.kernel_index.get(&key) {
+                    Some(&index) => self.add_to_segment(index, kernel, n),
+                    None => {
+                        self.kernel_index.insert(key, self.segments.len());
+                        self.segments.push((kernel, n));
+                    }
+                }
+                continue;
+            }
             match self.segments.last_mut() {
                 Some((last, m)) if *last == kernel => {
                     // The merged segment may already be summed into cached totals: add the
@@ -1293,6 +1397,90 @@ impl Accountant for RdpAccountant {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sigma_grid_is_conservative_and_sandwiched() {
+        // A 3,000-step ramp of distinct σ_t at q = 256/50000. Rounding σ down to a grid of
+        // relative step r can only raise ε (RDP is non-increasing in σ), and cannot exceed the
+        // exact ε of the schedule σ_t/(1 + r), since every grid value is ≥ σ_t/(1 + r).
+        let q = 256.0 / 50000.0;
+        let sigmas: Vec<f64> = (0..3000).map(|t| 0.8 + 2.0 * t as f64 / 3000.0).collect();
+        let eps = |scale: f64, grid: Option<f64>| {
+            let mut acc = RdpAccountant::with_defaults(NeighbouringRelation::AddOrRemoveOne);
+            if let Some(r) = grid {
+                acc = acc.with_sigma_grid(r).unwrap();
+            }
+            for &s in &sigmas {
+                acc.compose(
+                    &DpEvent::poisson_sampled(q, DpEvent::gaussian(s * scale)),
+                    1,
+                )
+                .unwrap();
+            }
+            (acc.epsilon(1e-5).unwrap().epsilon, acc.segments().len())
+        };
+        let (exact, n_exact) = eps(1.0, None);
+        assert_eq!(n_exact, 3000);
+        for r in [1e-4, 1e-3, 1e-2] {
+            let (grid, n_grid) = eps(1.0, Some(r));
+            let (lower_noise, _) = eps(1.0 / (1.0 + r), None);
+            assert!(grid >= exact, "r = {r}: {grid} < exact {exact}");
+            assert!(
+                grid <= lower_noise * (1.0 + 1e-12),
+                "r = {r}: {grid} > {lower_noise}"
+            );
+            // ln(2.8/0.8)/ln(1 + r) + 1 grid values at most.
+            assert!(
+                n_grid as f64 <= (2.8f64 / 0.8).ln() / r.ln_1p() + 2.0,
+                "{n_grid}"
+            );
+        }
+        // Grid points never exceed σ, and σ on the grid stays.
+        let ln_step = 1e-3f64.ln_1p();
+        for &s in &sigmas {
+            let g = round_down_to_grid(s, ln_step);
+            assert!(
+                g <= s && g * (1.0 + 1e-3) >= s * (1.0 - 1e-15),
+                "{s} -> {g}"
+            );
+            assert_eq!(round_down_to_grid(g, ln_step), g);
+        }
+    }
+
+    #[test]
+    fn sigma_grid_merges_update_cached_totals() {
+        // Equal kernels composed after an epsilon query join their (already summed) segment: the
+        // result must equal composing everything before the first query.
+        let q = 0.01;
+        let make = || {
+            RdpAccountant::with_defaults(NeighbouringRelation::AddOrRemoveOne)
+                .with_sigma_grid(1e-3)
+                .unwrap()
+        };
+        let (mut a, mut b) = (make(), make());
+        for s in [1.0, 1.5, 1.0, 2.0, 1.5] {
+            b.compose(&DpEvent::poisson_sampled(q, DpEvent::gaussian(s)), 10)
+                .unwrap();
+        }
+        for (i, s) in [1.0, 1.5, 1.0, 2.0, 1.5].into_iter().enumerate() {
+            a.compose(&DpEvent::poisson_sampled(q, DpEvent::gaussian(s)), 10)
+                .unwrap();
+            if i == 1 {
+                a.epsilon(1e-5).unwrap();
+            }
+        }
+        assert_eq!(a.segments().len(), 3);
+        let (ea, eb) = (
+            a.epsilon(1e-5).unwrap().epsilon,
+            b.epsilon(1e-5).unwrap().epsilon,
+        );
+        assert!((ea - eb).abs() <= 1e-12 * eb, "{ea} vs {eb}");
+        assert!(
+            RdpAccountant::with_defaults(NeighbouringRelation::AddOrRemoveOne)
+                .with_sigma_grid(0.0)
+                .is_err()
+        );
+    }
 
     #[test]
     fn fast_integer_kernel_equals_the_full_sum() {
