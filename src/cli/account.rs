@@ -135,6 +135,11 @@ pub struct AccountSettings {
     /// PLD discretisation interval of the privacy loss.
     #[arg(long, default_value_t = 1e-4)]
     pub pld_interval: f64,
+    /// RDP only: round every σ_t DOWN to a geometric grid of this relative step (e.g. 1e-3), a
+    /// conservative approximation (ε can only grow) that makes schedules of many distinct σ_t
+    /// fast. Default: exact.
+    #[arg(long, value_name = "STEP")]
+    pub rdp_sigma_grid: Option<f64>,
 }
 
 /// The noise of the plan.
@@ -576,10 +581,18 @@ fn evaluate(
 
 fn describe_accountant(kind: AccountantKind, options: &AccountantOptions) -> String {
     match kind {
-        AccountantKind::Rdp => match options.rdp_conversion {
-            RdpConversion::Improved => "Rényi DP, Balle et al. 2020 conversion".into(),
-            RdpConversion::Classic => "Rényi DP, classic conversion (Mironov 2017)".into(),
-        },
+        AccountantKind::Rdp => {
+            let conversion = match options.rdp_conversion {
+                RdpConversion::Improved => "Rényi DP, Balle et al. 2020 conversion",
+                RdpConversion::Classic => "Rényi DP, classic conversion (Mironov 2017)",
+            };
+            match options.rdp_sigma_grid {
+                Some(step) => format!(
+                    "{conversion}, sigma rounded down to a {step} relative grid (conservative)"
+                ),
+                None => conversion.into(),
+            }
+        }
         AccountantKind::Pld => "privacy-loss distribution, pessimistic upper bound".into(),
         AccountantKind::Zcdp => match options.zcdp_conversion {
             ZcdpConversion::Tight => {
@@ -704,7 +717,15 @@ pub fn run(args: AccountArgs) -> anyhow::Result<ExitCode> {
         rdp_conversion: args.settings.rdp_conversion,
         pld_value_discretization_interval: args.settings.pld_interval,
         zcdp_conversion: args.settings.zcdp_conversion,
+        rdp_sigma_grid: args.settings.rdp_sigma_grid,
     };
+    if let Some(step) = args.settings.rdp_sigma_grid
+        && !(1e-9..=0.1).contains(&step)
+    {
+        return Err(bad_input!(
+            "--rdp-sigma-grid {step}: must be a relative step between 1e-9 and 0.1"
+        ));
+    }
     if plan.delta.is_none() && (args.all || args.accountant != AccountantKind::Pure) {
         return Err(bad_input!(
             "--delta is required (every accountant but pure needs it)"

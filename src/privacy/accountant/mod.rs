@@ -59,6 +59,10 @@ pub struct AccountantOptions {
     pub pld_value_discretization_interval: f64,
     /// zCDP → (ε, δ) conversion (default tight).
     pub zcdp_conversion: ZcdpConversion,
+    /// Opt-in conservative RDP approximation for long schedules of distinct noise multipliers:
+    /// σ rounded down to a geometric grid of this relative step
+    /// ([`rdp::RdpAccountant::with_sigma_grid`]); `None` (default) is exact.
+    pub rdp_sigma_grid: Option<f64>,
 }
 
 impl Default for AccountantOptions {
@@ -69,6 +73,7 @@ impl Default for AccountantOptions {
             rdp_conversion: RdpConversion::Improved,
             pld_value_discretization_interval: 1e-4,
             zcdp_conversion: ZcdpConversion::Tight,
+            rdp_sigma_grid: None,
         }
     }
 }
@@ -82,11 +87,17 @@ pub fn new_accountant(
     options: &AccountantOptions,
 ) -> Result<Box<dyn Accountant>, AccountingError> {
     Ok(match kind {
-        AccountantKind::Rdp => Box::new(rdp::RdpAccountant::new(
-            options.relation,
-            options.rdp_orders.clone(),
-            options.rdp_conversion,
-        )?),
+        AccountantKind::Rdp => {
+            let acc = rdp::RdpAccountant::new(
+                options.relation,
+                options.rdp_orders.clone(),
+                options.rdp_conversion,
+            )?;
+            match options.rdp_sigma_grid {
+                Some(step) => Box::new(acc.with_sigma_grid(step)?),
+                None => Box::new(acc),
+            }
+        }
         AccountantKind::Pld => {
             let interval = options.pld_value_discretization_interval;
             if !(interval.is_finite() && interval > 0.0) {
