@@ -45,7 +45,7 @@ architecture = "mlp"
 hidden = [32]
 
 [train]
-epochs = 8
+epochs = 40
 expected_batch_size = 50
 learning_rate = 0.3
 eval_every_steps = {eval_every_steps}
@@ -182,20 +182,24 @@ fn sigkill_then_resume_equals_an_uninterrupted_run() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(dir.path(), 20);
     let reference = dir.path().join("reference");
+    let started = Instant::now();
     dpx()
         .args(["run", "--quiet", "--threads", "1", "--out"])
         .arg(&reference)
         .arg(&cfg)
         .assert()
         .success();
+    // The timed kill points are fractions of an uninterrupted run, so they land inside the run
+    // whatever the machine's speed (fixed delays raced a fast, idle machine).
+    let whole = started.elapsed().as_millis() as u64;
     let want_metrics = std::fs::read(reference.join("metrics.csv")).unwrap();
     let want_summary = summary_without_seconds(&reference);
 
-    // Kill points: early (before any seed: 50 ms and 300 ms), after 1, 2, 3 and 4 seeds, and a
-    // kill of the resumed run itself after it completed one more seed.
+    // Kill points: early (before any seed: at 3% and 12% of an uninterrupted run), after 1, 2, 3
+    // and 4 seeds, and a kill of the resumed run itself after it completed one more seed.
     let plans: Vec<Vec<(usize, u64)>> = vec![
-        vec![(0, 50)],
-        vec![(0, 300)],
+        vec![(0, whole * 3 / 100)],
+        vec![(0, whole * 12 / 100)],
         vec![(1, 0)],
         vec![(2, 0)],
         vec![(3, 0)],
