@@ -365,6 +365,73 @@ mod tests {
     }
 
     #[test]
+    fn no_example_moves_a_release_by_more_than_the_sensitivity_the_policy_declares() {
+        // For every policy through the common interface: adding one worst-case example moves
+        // the (noise-free) gradient sum by at most the clip_norm the step reports, which is the
+        // sensitivity the noise is scaled to.
+        use crate::privacy::clip::explicit::ExplicitGradients;
+        use ndarray::{Array2, array};
+        use rand::SeedableRng;
+        let policies = [
+            ClipPolicy::Flat { clip_norm: 0.7 },
+            ClipPolicy::PerLayer {
+                clip_norm: 0.7,
+                split: LayerSplit::BySize,
+            },
+            ClipPolicy::Decay(decay::DecayParams {
+                clip_norm: 2.0,
+                final_ratio: 0.1,
+                total_steps: 100,
+            }),
+            ClipPolicy::Automatic { gamma: 0.01 },
+            ClipPolicy::Quantile(quantile::QuantileParams {
+                initial_clip_norm: 0.3,
+                target_quantile: 0.5,
+                learning_rate: 0.2,
+                count_noise_std: 1.0,
+            }),
+            ClipPolicy::Dcsgd(dcsgd::DcsgdParams {
+                rule: dcsgd::DcsgdRule::Percentile { percentile: 0.5 },
+                initial_clip_norm: 0.4,
+                initial_range: 1.0,
+                bins: 10,
+                histogram_noise_multiplier: 5.0,
+            }),
+        ];
+        let groups = vec![("a".to_string(), 0..2), ("b".to_string(), 2..3)];
+        let base = array![[0.1f32, -0.2, 0.3], [3.0, 4.0, -2.0]];
+        for policy in &policies {
+            for outlier in [[1e6f32, -1e6, 1e6], [0.0, 0.0, 1e9], [0.05, 0.0, 0.0]] {
+                let mut with = base.clone();
+                with.push_row(ndarray::ArrayView1::from(&outlier)).unwrap();
+                let run = |m: Array2<f32>| {
+                    let g = ExplicitGradients::with_groups(m, groups.clone());
+                    let mut state = policy.init_state(3);
+                    let ctx = StepContext {
+                        step: 50,
+                        noise_multiplier: 0.0,
+                        expected_batch_size: 3.0,
+                    };
+                    let mut rng = rand_chacha::ChaCha12Rng::seed_from_u64(0);
+                    policy.privatize(&mut state, &g, &ctx, &mut rng).unwrap()
+                };
+                let (a, b) = (run(with), run(base.clone()));
+                let c = b.clip_norm.unwrap();
+                let moved = (&a.release.sum - &b.release.sum)
+                    .iter()
+                    .map(|x| x * x)
+                    .sum::<f64>()
+                    .sqrt();
+                assert!(
+                    moved <= c * (1.0 + 1e-12),
+                    "{}: {outlier:?} moved {moved} > {c}",
+                    policy.name()
+                );
+            }
+        }
+    }
+
+    #[test]
     fn a_statistic_noisier_budget_is_refused() {
         assert!(matches!(
             split_noise_multiplier(5.0, 5.0, "histogram"),
