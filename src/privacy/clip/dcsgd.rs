@@ -396,6 +396,27 @@ mod tests {
     }
 
     #[test]
+    fn the_papers_synthetic_norms() {
+        // dc_sgd.md §4 A (the paper's Figs 2-3): 256 norms from N(100, 20²). P with R = 150,
+        // b = 20: C(p = 0.5) ≈ 100 and C(p = 0.9) ≈ 125.6, within the bin half-width R/(2b) =
+        // 3.75 plus sampling error. E with σ_T = 1, B = 256, d = 1e5 (variance coefficient
+        // 1.526·C²): population argmin C* ≈ 39.6, E's grid resolution 0.1·c, so C in [36, 44].
+        use rand_distr::{Distribution, Normal};
+        let normal = Normal::new(100.0, 20.0).unwrap();
+        let mut rng = rand_chacha::ChaCha12Rng::seed_from_u64(2025);
+        let norms: Array1<f64> = (0..256)
+            .map(|_| f64::max(normal.sample(&mut rng), 0.0))
+            .collect();
+        let h = histogram_counts(&norms, 150.0, 20).unwrap();
+        let median = percentile_threshold(&h, 150.0, 0.5);
+        let p90 = percentile_threshold(&h, 150.0, 0.9);
+        assert!((median - 100.0).abs() <= 3.75 + 4.0, "median {median}");
+        assert!((p90 - 125.6).abs() <= 3.75 + 6.0, "p90 {p90}");
+        let c = expected_error_threshold(&h, 150.0, 1.0, 1.0, 100_000, 256.0);
+        assert!((36.0..=44.0).contains(&c), "E chose {c}");
+    }
+
+    #[test]
     fn a_worst_case_example_moves_the_sum_by_c_and_the_histogram_by_one() {
         let base = array![[0.1f32, -0.2], [3.0, 4.0], [0.0, 0.0]];
         let p = DcsgdParams {
