@@ -19,4 +19,8 @@ done
 for arm in dpsgd p quantile; do
     run "dcsgd_tuned_$arm" "results/dcsgd_mnist/tuned_$arm"
 done
+run dcsgd_trace results/dcsgd_mnist/trace
 python3 scripts/clip_tables.py
+for d in results/adaclip_mnist_logreg/{dpsgd,adaclip} results/dcsgd_mnist/{grid,tuned}_* results/dcsgd_mnist/trace; do
+    "$dpx" report "$d" > /dev/null
+done
