@@ -109,6 +109,11 @@ pub struct AccountArgs {
     /// Print one JSON object.
     #[arg(long)]
     pub json: bool,
+    /// Charge a grid search of G runs (DC-SGD's RDP option): the G runs compose, so the noise
+    /// multiplier printed is the one each run needs for the best of G to stay within (ε, δ);
+    /// with `--noise-multiplier`, ε of the G runs together.
+    #[arg(long, value_name = "G", conflicts_with = "config")]
+    pub tuning_runs: Option<u64>,
     /// Sampling, neighbouring relation and accountant settings.
     #[command(flatten)]
     pub settings: Box<AccountSettings>,
@@ -164,6 +169,8 @@ struct Plan {
     noise: Noise,
     target_epsilon: Option<f64>,
     delta: Option<f64>,
+    /// G of `--tuning-runs`: the whole plan runs G times (1: a single run).
+    tuning_runs: u64,
 }
 
 fn finite_positive(flag: &str, value: f64) -> anyhow::Result<f64> {
@@ -350,6 +357,15 @@ fn validate(args: &AccountArgs) -> anyhow::Result<Plan> {
     if steps == 0 {
         return Err(bad_input!("the plan has zero steps"));
     }
+    let tuning_runs = match args.tuning_runs {
+        None => 1,
+        Some(g) if (1..=1_000_000).contains(&g) => g,
+        Some(g) => {
+            return Err(bad_input!(
+                "--tuning-runs {g}: must be a number of runs between 1 and 1000000"
+            ));
+        }
+    };
 
     Ok(Plan {
         mechanism: args.mechanism,
@@ -362,6 +378,7 @@ fn validate(args: &AccountArgs) -> anyhow::Result<Plan> {
         noise,
         target_epsilon,
         delta,
+        tuning_runs,
     })
 }
 
@@ -451,8 +468,18 @@ impl Plan {
         }
     }
 
-    /// The whole run with noise parameter (or schedule scale) `p`.
+    /// The whole run with noise parameter (or schedule scale) `p`, composed over the
+    /// `--tuning-runs` G runs of a grid search (each run independent, so RDP adds: dc_sgd.md §2).
     fn run_event(&self, p: f64) -> DpEvent {
+        let one = self.single_run_event(p);
+        if self.tuning_runs > 1 {
+            one.self_composed(self.tuning_runs)
+        } else {
+            one
+        }
+    }
+
+    fn single_run_event(&self, p: f64) -> DpEvent {
         match &self.noise {
             Noise::Constant(_) => self.step_event(p).self_composed(self.steps),
             Noise::Schedule(shape) => {
@@ -655,6 +682,7 @@ fn answer_json(kind: AccountantKind, plan: &Plan, answer: &Answer) -> Value {
         "sampling": plan.sampling_name(),
         "dataset_size": plan.dataset_size,
         "batch_size": plan.batch_size,
+        "tuning_runs": plan.tuning_runs,
         "notes": answer.report.notes,
     })
 }
@@ -811,6 +839,12 @@ fn print_human(
             Some(d) => println!("target: epsilon {e} at delta {d:e}"),
             None => println!("target: epsilon {e}"),
         }
+    }
+    if plan.tuning_runs > 1 {
+        println!(
+            "tuning: {} runs of this plan compose (grid search charged by composition); the noise is per run and epsilon is for all {} together, so releasing the best run stays within it",
+            plan.tuning_runs, plan.tuning_runs
+        );
     }
     if !args.all {
         let (kind, answer) = &answers[0];

@@ -44,6 +44,13 @@ struct PlanReport<'a> {
     epsilon: Option<f64>,
     delta: Option<f64>,
     clip_norm: Option<f64>,
+    /// `clip.policy` and its parameters.
+    clip_policy: &'a crate::privacy::clip::ClipPolicy,
+    /// The statistic the policy releases beside the gradient, its noise multiplier, and the
+    /// gradient's share of the first step's σ (σ^−2 = σ_grad^−2 + σ_stat^−2).
+    clip_statistic: Option<&'static str>,
+    statistic_noise_multiplier: Option<f64>,
+    gradient_noise_multiplier: Option<f64>,
     sample_rate: f64,
     expected_batch_size: f64,
     dataset_size: usize,
@@ -68,6 +75,8 @@ pub fn run(config: &Path, data_dir: Option<&Path>, json: bool) -> anyhow::Result
         });
     }
     let no_warnings = Vec::new();
+    let first_sigma = plan.noise_multiplier_at(0);
+    let statistic = plan.clip.statistic();
     let report = PlanReport {
         config: config.display().to_string(),
         accountant: privacy.map(|p| p.accountant.name()),
@@ -79,6 +88,12 @@ pub fn run(config: &Path, data_dir: Option<&Path>, json: bool) -> anyhow::Result
         epsilon: epochs.last().and_then(|e| e.epsilon),
         delta: privacy.map(|p| p.delta),
         clip_norm: plan.clip_norm,
+        clip_policy: &plan.clip,
+        clip_statistic: statistic.map(|(name, _)| name),
+        statistic_noise_multiplier: statistic.map(|(_, s)| s),
+        gradient_noise_multiplier: first_sigma
+            .map(|s| plan.clip.gradient_noise_multiplier(s))
+            .transpose()?,
         sample_rate: plan.sample_rate,
         expected_batch_size: plan.expected_batch_size,
         dataset_size: plan.n_train,
@@ -126,6 +141,16 @@ pub fn run(config: &Path, data_dir: Option<&Path>, json: bool) -> anyhow::Result
                 plan.clip_norm.map(|c| c.to_string()).unwrap_or_default(),
                 p.delta
             );
+            println!("clip policy {}", plan.clip.name());
+            if let (Some(stat), Some(stat_sigma), Some(grad)) = (
+                report.clip_statistic,
+                report.statistic_noise_multiplier,
+                report.gradient_noise_multiplier,
+            ) {
+                println!(
+                    "  each step also releases a {stat} with noise_multiplier {stat_sigma}; gradient noise_multiplier {grad:.6} at the first step (the two together cost exactly the noise_multiplier above, which the epsilon below accounts)"
+                );
+            }
             if let (Some(name), Some(s)) = (report.noise_schedule, report.noise_multiplier_summary)
             {
                 println!(

@@ -418,6 +418,14 @@ fn print_plan(exp: &Experiment, out: &Path) {
         }
         None => println!("privacy: disabled (non-private baseline; epsilon is infinite)"),
     }
+    if let Some((statistic, stat_sigma)) = p.clip.statistic() {
+        println!(
+            "clip policy {}: each step also releases a {statistic} (noise_multiplier {stat_sigma}), split from the noise_multiplier above",
+            p.clip.name()
+        );
+    } else if !matches!(p.clip, crate::privacy::clip::ClipPolicy::Flat { .. }) {
+        println!("clip policy {}", p.clip.name());
+    }
     println!("output: {}", out.display());
 }
 

@@ -184,8 +184,8 @@ impl SamplerKind {
 
 /// `train.optimizer`: the (non-private) update rule applied to the finished gradient.
 ///
-/// Planned (issues 6-7), each with its own `[train.<optimizer>]` table when it has parameters
-/// beyond `train.momentum`: adam, heavy_ball, nesterov, masg.
+/// Planned (issue 7), each with its own `[train.<optimizer>]` table when it has parameters
+/// beyond `train.momentum`: heavy_ball, nesterov, masg.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum OptimizerKind {
@@ -196,6 +196,8 @@ pub enum OptimizerKind {
     BiasCorrectedMomentum,
     /// AdaGrad-norm step sizes (`[train.adagrad_norm]`).
     AdagradNorm,
+    /// Adam (Kingma & Ba 2015) with bias correction (`[train.adam]`).
+    Adam,
 }
 
 impl OptimizerKind {
@@ -206,6 +208,7 @@ impl OptimizerKind {
             OptimizerKind::Momentum => "momentum",
             OptimizerKind::BiasCorrectedMomentum => "bias_corrected_momentum",
             OptimizerKind::AdagradNorm => "adagrad_norm",
+            OptimizerKind::Adam => "adam",
         }
     }
 }
@@ -257,10 +260,8 @@ impl LrScheduleKind {
     }
 }
 
-/// `clip.policy`: how per-sample gradients are bounded before noise is added.
-///
-/// Planned (issue 6), each with its own `[clip.<policy>]` table: per_layer, adaclip, dcsgd_p,
-/// dcsgd_e, quantile, decay, automatic.
+/// `clip.policy`: how per-sample gradients are bounded before noise is added. A policy with
+/// parameters of its own reads them from its `[clip.<policy>]` table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ClipPolicyKind {
@@ -268,6 +269,20 @@ pub enum ClipPolicyKind {
     None,
     /// Every per-sample gradient scaled to norm at most `clip.clip_norm` (Abadi et al. 2016).
     Flat,
+    /// One clip norm per parameter group, Σ_k C_k² = `clip.clip_norm`² (`[clip.per_layer]`).
+    PerLayer,
+    /// C_t = C_0·ρ^(t/T) (Du et al. 2021; `[clip.decay]`).
+    Decay,
+    /// g/(‖g‖ + γ), sensitivity 1 (Bu et al.; `[clip.automatic]`).
+    Automatic,
+    /// Adaptive clipping toward a target quantile (Andrew et al. 2021; `[clip.quantile]`).
+    Quantile,
+    /// AdaCliP (Pichapati et al. 2019; `[clip.adaclip]`).
+    Adaclip,
+    /// DC-SGD-P: C_t from a percentile of a DP norm histogram (`[clip.dcsgd_p]`).
+    DcsgdP,
+    /// DC-SGD-E: C_t minimising the estimated error from a DP norm histogram (`[clip.dcsgd_e]`).
+    DcsgdE,
 }
 
 impl ClipPolicyKind {
@@ -276,8 +291,55 @@ impl ClipPolicyKind {
         match self {
             ClipPolicyKind::None => "none",
             ClipPolicyKind::Flat => "flat",
+            ClipPolicyKind::PerLayer => "per_layer",
+            ClipPolicyKind::Decay => "decay",
+            ClipPolicyKind::Automatic => "automatic",
+            ClipPolicyKind::Quantile => "quantile",
+            ClipPolicyKind::Adaclip => "adaclip",
+            ClipPolicyKind::DcsgdP => "dcsgd_p",
+            ClipPolicyKind::DcsgdE => "dcsgd_e",
         }
     }
+}
+
+/// `clip.per_layer.split`: how the clip norm C is divided among the K parameter groups.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LayerSplitKind {
+    /// C_k = C/√K.
+    Equal,
+    /// C_k = C·√(P_k/P), P_k the group's parameter count.
+    BySize,
+}
+
+impl LayerSplitKind {
+    /// The name as written in the TOML.
+    pub fn name(self) -> &'static str {
+        match self {
+            LayerSplitKind::Equal => "equal",
+            LayerSplitKind::BySize => "by_size",
+        }
+    }
+}
+
+/// `clip.adaclip.initial_std`: AdaCliP's s_0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AdaclipInitialStd {
+    /// √(h1·h2), as Alg. 1 prints it.
+    Paper,
+    /// √h2: every coordinate starts at the cap.
+    SqrtH2,
+}
+
+/// `clip.adaclip.variance_scale`: which variance AdaCliP's v estimates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AdaclipVarianceScale {
+    /// The per-example variance (the paper's derivation).
+    PerExample,
+    /// The variance of the batch mean.
+    BatchMean,
 }
 
 /// `noise.schedule`: the shape of the noise multiplier over steps (formulas in

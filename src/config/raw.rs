@@ -15,8 +15,9 @@ use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
 use super::kinds::{
-    Activation, Architecture, ClipPolicyKind, DatasetName, LayerKind, LrScheduleKind,
-    NoiseScheduleKind, NormSource, OptimizerKind, SamplerKind, Standardize,
+    Activation, AdaclipInitialStd, AdaclipVarianceScale, Architecture, ClipPolicyKind, DatasetName,
+    LayerKind, LayerSplitKind, LrScheduleKind, NoiseScheduleKind, NormSource, OptimizerKind,
+    SamplerKind, Standardize,
 };
 use crate::privacy::accountant::AccountantKind;
 use crate::privacy::event::NeighbouringRelation;
@@ -250,6 +251,20 @@ pub struct RawTrain {
     pub lr_schedule: Option<RawLrSchedule>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub adagrad_norm: Option<RawAdagradNorm>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub adam: Option<RawAdam>,
+}
+
+/// `[train.adam]`: parameters of `optimizer = "adam"`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAdam {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub beta1: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub beta2: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stability_constant: Option<f64>,
 }
 
 /// `[train.adagrad_norm]`: parameters of `optimizer = "adagrad_norm"`.
@@ -288,7 +303,7 @@ pub struct RawLrSchedule {
     pub c: Option<f64>,
 }
 
-/// `[clip]`. Policies with parameters of their own will add a `[clip.<policy>]` sub-table.
+/// `[clip]`. Policies with parameters of their own have a `[clip.<policy>]` sub-table.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawClip {
@@ -296,6 +311,90 @@ pub struct RawClip {
     pub policy: Option<ClipPolicyKind>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub clip_norm: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub per_layer: Option<RawPerLayer>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decay: Option<RawDecay>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub automatic: Option<RawAutomatic>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quantile: Option<RawQuantile>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub adaclip: Option<RawAdaclip>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dcsgd_p: Option<RawDcsgd>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dcsgd_e: Option<RawDcsgd>,
+}
+
+/// `[clip.per_layer]`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPerLayer {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub split: Option<LayerSplitKind>,
+}
+
+/// `[clip.decay]`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawDecay {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub final_ratio: Option<f64>,
+}
+
+/// `[clip.automatic]`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAutomatic {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gamma: Option<f64>,
+}
+
+/// `[clip.quantile]`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawQuantile {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_quantile: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub learning_rate: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub count_noise_std: Option<f64>,
+}
+
+/// `[clip.adaclip]`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAdaclip {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gamma: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub beta1: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub beta2: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub h1: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub h2: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub initial_std: Option<AdaclipInitialStd>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub variance_scale: Option<AdaclipVarianceScale>,
+}
+
+/// `[clip.dcsgd_p]` and `[clip.dcsgd_e]` (`percentile` is P's only).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawDcsgd {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub percentile: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bins: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub histogram_noise_multiplier: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub initial_range: Option<f64>,
 }
 
 /// `[noise]`: the schedule and the parameters of its shape (each key applies to some schedules
@@ -484,10 +583,48 @@ impl RawConfig {
                     beta_period: Some(195),
                     norm_source: Some(NormSource::Noisy),
                 }),
+                adam: Some(RawAdam {
+                    beta1: Some(0.9),
+                    beta2: Some(0.999),
+                    stability_constant: Some(1e-8),
+                }),
             },
             clip: RawClip {
                 policy: Some(ClipPolicyKind::Flat),
                 clip_norm: Some(1.0),
+                per_layer: Some(RawPerLayer {
+                    split: Some(LayerSplitKind::Equal),
+                }),
+                decay: Some(RawDecay {
+                    final_ratio: Some(0.5),
+                }),
+                automatic: Some(RawAutomatic { gamma: Some(0.01) }),
+                quantile: Some(RawQuantile {
+                    target_quantile: Some(0.5),
+                    learning_rate: Some(0.2),
+                    count_noise_std: Some(12.8),
+                }),
+                adaclip: Some(RawAdaclip {
+                    gamma: Some(1.0),
+                    beta1: Some(0.99),
+                    beta2: Some(0.9),
+                    h1: Some(1e-12),
+                    h2: Some(2e-3),
+                    initial_std: Some(AdaclipInitialStd::Paper),
+                    variance_scale: Some(AdaclipVarianceScale::PerExample),
+                }),
+                dcsgd_p: Some(RawDcsgd {
+                    percentile: Some(0.9),
+                    bins: Some(20),
+                    histogram_noise_multiplier: Some(5.0),
+                    initial_range: Some(1.0),
+                }),
+                dcsgd_e: Some(RawDcsgd {
+                    percentile: None,
+                    bins: Some(20),
+                    histogram_noise_multiplier: Some(5.0),
+                    initial_range: Some(20.0),
+                }),
             },
             noise: RawNoise {
                 schedule: Some(NoiseScheduleKind::Constant),

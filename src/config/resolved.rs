@@ -7,8 +7,9 @@
 
 use super::kinds::LayerKind;
 use super::raw::{
-    AutoWord, RawAdagradNorm, RawClip, RawConfig, RawData, RawExperiment, RawLayer, RawLrSchedule,
-    RawModel, RawNoise, RawOutput, RawPrivacy, RawSeeds, RawSynthetic, RawThreads, RawTrain,
+    AutoWord, RawAdaclip, RawAdagradNorm, RawAdam, RawAutomatic, RawClip, RawConfig, RawData,
+    RawDcsgd, RawDecay, RawExperiment, RawLayer, RawLrSchedule, RawModel, RawNoise, RawOutput,
+    RawPerLayer, RawPrivacy, RawQuantile, RawSeeds, RawSynthetic, RawThreads, RawTrain,
 };
 use super::spec::{
     Budget, ClipSpec, DataSource, Every, ExperimentSpec, LayerSpec, LrSchedule, ModelArchitecture,
@@ -37,16 +38,7 @@ impl ExperimentSpec {
             data: self.raw_data(),
             model: self.raw_model(),
             train: self.raw_train(),
-            clip: match self.clip {
-                ClipSpec::None => RawClip {
-                    policy: Some(self.clip.kind()),
-                    clip_norm: None,
-                },
-                ClipSpec::Flat { clip_norm } => RawClip {
-                    policy: Some(self.clip.kind()),
-                    clip_norm: Some(clip_norm),
-                },
-            },
+            clip: self.raw_clip(),
             noise: match &self.privacy {
                 None => RawNoise::default(),
                 Some(p) => {
@@ -138,6 +130,98 @@ impl ExperimentSpec {
         out
     }
 
+    fn raw_clip(&self) -> RawClip {
+        let base = RawClip {
+            policy: Some(self.clip.kind()),
+            ..RawClip::default()
+        };
+        match self.clip {
+            ClipSpec::None => base,
+            ClipSpec::Flat { clip_norm } => RawClip {
+                clip_norm: Some(clip_norm),
+                ..base
+            },
+            ClipSpec::PerLayer { clip_norm, split } => RawClip {
+                clip_norm: Some(clip_norm),
+                per_layer: Some(RawPerLayer { split: Some(split) }),
+                ..base
+            },
+            ClipSpec::Decay {
+                clip_norm,
+                final_ratio,
+            } => RawClip {
+                clip_norm: Some(clip_norm),
+                decay: Some(RawDecay {
+                    final_ratio: Some(final_ratio),
+                }),
+                ..base
+            },
+            ClipSpec::Automatic { gamma } => RawClip {
+                automatic: Some(RawAutomatic { gamma: Some(gamma) }),
+                ..base
+            },
+            ClipSpec::Quantile {
+                initial_clip_norm,
+                target_quantile,
+                learning_rate,
+                count_noise_std,
+            } => RawClip {
+                clip_norm: Some(initial_clip_norm),
+                quantile: Some(RawQuantile {
+                    target_quantile: Some(target_quantile),
+                    learning_rate: Some(learning_rate),
+                    count_noise_std: Some(count_noise_std),
+                }),
+                ..base
+            },
+            ClipSpec::Adaclip {
+                gamma,
+                beta1,
+                beta2,
+                h1,
+                h2,
+                initial_std,
+                variance_scale,
+            } => RawClip {
+                adaclip: Some(RawAdaclip {
+                    gamma: Some(gamma),
+                    beta1: Some(beta1),
+                    beta2: Some(beta2),
+                    h1: Some(h1),
+                    h2: Some(h2),
+                    initial_std: Some(initial_std),
+                    variance_scale: Some(variance_scale),
+                }),
+                ..base
+            },
+            ClipSpec::Dcsgd {
+                initial_clip_norm,
+                percentile,
+                bins,
+                histogram_noise_multiplier,
+                initial_range,
+            } => {
+                let table = RawDcsgd {
+                    percentile,
+                    bins: Some(int(bins)),
+                    histogram_noise_multiplier: Some(histogram_noise_multiplier),
+                    initial_range: Some(initial_range),
+                };
+                let (dcsgd_p, dcsgd_e) = if percentile.is_some() {
+                    (Some(table), None)
+                } else {
+                    (None, Some(table))
+                };
+                RawClip {
+                    clip_norm: Some(initial_clip_norm),
+                    dcsgd_p,
+                    dcsgd_e,
+                    ..base
+                }
+            }
+        }
+    }
+
     fn raw_data(&self) -> RawData {
         let d = &self.data;
         let mut raw = RawData {
@@ -224,7 +308,9 @@ impl ExperimentSpec {
             expected_batch_size,
             optimizer: Some(t.optimizer.kind()),
             momentum: match t.optimizer {
-                OptimizerSpec::Sgd | OptimizerSpec::AdagradNorm { .. } => None,
+                OptimizerSpec::Sgd
+                | OptimizerSpec::AdagradNorm { .. }
+                | OptimizerSpec::Adam { .. } => None,
                 OptimizerSpec::Momentum { momentum }
                 | OptimizerSpec::BiasCorrectedMomentum { beta: momentum } => Some(momentum),
             },
@@ -241,6 +327,18 @@ impl ExperimentSpec {
                     beta: Some(beta),
                     beta_period: beta_period.map(int),
                     norm_source: Some(norm_source),
+                }),
+                _ => None,
+            },
+            adam: match t.optimizer {
+                OptimizerSpec::Adam {
+                    beta1,
+                    beta2,
+                    stability_constant,
+                } => Some(RawAdam {
+                    beta1: Some(beta1),
+                    beta2: Some(beta2),
+                    stability_constant: Some(stability_constant),
                 }),
                 _ => None,
             },

@@ -13,8 +13,9 @@ use std::path::{Path, PathBuf};
 
 use super::error::{ConfigError, Location};
 use super::kinds::{
-    Activation, Architecture, ClipPolicyKind, DatasetName, LayerKind, LrScheduleKind,
-    NoiseScheduleKind, NormSource, OptimizerKind, SamplerKind, Standardize,
+    Activation, AdaclipInitialStd, AdaclipVarianceScale, Architecture, ClipPolicyKind, DatasetName,
+    LayerKind, LayerSplitKind, LrScheduleKind, NoiseScheduleKind, NormSource, OptimizerKind,
+    SamplerKind, Standardize,
 };
 use super::raw::{
     RawConfig, RawData, RawLayer, RawLrSchedule, RawModel, RawNoise, RawPrivacy, RawSeeds,
@@ -318,6 +319,13 @@ pub enum OptimizerSpec {
         beta_period: Option<u64>,
         norm_source: NormSource,
     },
+    /// Adam with bias correction (Kingma & Ba 2015, Alg. 1; PyTorch's `torch.optim.Adam`):
+    /// m ← β1 m + (1 − β1) g, v ← β2 v + (1 − β2) g², θ ← θ − η m̂/(√v̂ + ε̂).
+    Adam {
+        beta1: f64,
+        beta2: f64,
+        stability_constant: f64,
+    },
 }
 
 impl OptimizerSpec {
@@ -328,6 +336,7 @@ impl OptimizerSpec {
             OptimizerSpec::Momentum { .. } => OptimizerKind::Momentum,
             OptimizerSpec::BiasCorrectedMomentum { .. } => OptimizerKind::BiasCorrectedMomentum,
             OptimizerSpec::AdagradNorm { .. } => OptimizerKind::AdagradNorm,
+            OptimizerSpec::Adam { .. } => OptimizerKind::Adam,
         }
     }
 }
@@ -379,6 +388,40 @@ pub enum ClipSpec {
     None,
     /// g_i ← g_i · min(1, C / ‖g_i‖) with C = `clip_norm` (Abadi et al. 2016, Alg. 1).
     Flat { clip_norm: f64 },
+    /// Group k clipped to C_k, Σ_k C_k² = `clip_norm`² (`privacy::clip::per_layer`).
+    PerLayer {
+        clip_norm: f64,
+        split: LayerSplitKind,
+    },
+    /// Flat clipping at C_t = `clip_norm`·`final_ratio`^(t/T) (Du et al. 2021).
+    Decay { clip_norm: f64, final_ratio: f64 },
+    /// g_i/(‖g_i‖ + γ), sensitivity 1 (Bu et al.).
+    Automatic { gamma: f64 },
+    /// Andrew et al. 2021: C_0 = `initial_clip_norm`, geometric update toward `target_quantile`.
+    Quantile {
+        initial_clip_norm: f64,
+        target_quantile: f64,
+        learning_rate: f64,
+        count_noise_std: f64,
+    },
+    /// AdaCliP (Pichapati et al. 2019).
+    Adaclip {
+        gamma: f64,
+        beta1: f64,
+        beta2: f64,
+        h1: f64,
+        h2: f64,
+        initial_std: AdaclipInitialStd,
+        variance_scale: AdaclipVarianceScale,
+    },
+    /// DC-SGD-P (`percentile: Some(p)`) or DC-SGD-E (`None`).
+    Dcsgd {
+        initial_clip_norm: f64,
+        percentile: Option<f64>,
+        bins: usize,
+        histogram_noise_multiplier: f64,
+        initial_range: f64,
+    },
 }
 
 impl ClipSpec {
@@ -387,6 +430,18 @@ impl ClipSpec {
         match self {
             ClipSpec::None => ClipPolicyKind::None,
             ClipSpec::Flat { .. } => ClipPolicyKind::Flat,
+            ClipSpec::PerLayer { .. } => ClipPolicyKind::PerLayer,
+            ClipSpec::Decay { .. } => ClipPolicyKind::Decay,
+            ClipSpec::Automatic { .. } => ClipPolicyKind::Automatic,
+            ClipSpec::Quantile { .. } => ClipPolicyKind::Quantile,
+            ClipSpec::Adaclip { .. } => ClipPolicyKind::Adaclip,
+            ClipSpec::Dcsgd {
+                percentile: Some(_),
+                ..
+            } => ClipPolicyKind::DcsgdP,
+            ClipSpec::Dcsgd {
+                percentile: None, ..
+            } => ClipPolicyKind::DcsgdE,
         }
     }
 }
@@ -1248,6 +1303,11 @@ impl Checker<'_> {
                 "only used with optimizer = \"adagrad_norm\"".into()
             })?;
         }
+        if opt_kind != OptimizerKind::Adam {
+            self.absent("train.adam", &t.adam, || {
+                "only used with optimizer = \"adam\"".into()
+            })?;
+        }
         let momentum = || {
             self.float(
                 "train.momentum",
@@ -1275,6 +1335,20 @@ impl Checker<'_> {
                         .map(|p| self.int("train.adagrad_norm.beta_period", p, 1, i64::MAX))
                         .transpose()?,
                     norm_source: a.norm_source.unwrap_or(NormSource::Noisy),
+                }
+            }
+            OptimizerKind::Adam => {
+                let a = t.adam.clone().unwrap_or_default();
+                let beta = |key: &str, v: f64| {
+                    self.float(key, v, "a number in [0, 1)", |x| (0.0..1.0).contains(&x))
+                };
+                OptimizerSpec::Adam {
+                    beta1: beta("train.adam.beta1", a.beta1.unwrap_or(0.9))?,
+                    beta2: beta("train.adam.beta2", a.beta2.unwrap_or(0.999))?,
+                    stability_constant: self.positive(
+                        "train.adam.stability_constant",
+                        a.stability_constant.unwrap_or(1e-8),
+                    )?,
                 }
             }
         };
@@ -1418,7 +1492,9 @@ impl Checker<'_> {
         } else {
             ClipPolicyKind::None
         };
-        Ok(match c.policy.unwrap_or(default) {
+        let kind = c.policy.unwrap_or(default);
+        self.clip_tables(c, kind)?;
+        Ok(match kind {
             ClipPolicyKind::None => {
                 if private {
                     return Err(self.conflict(
@@ -1438,6 +1514,182 @@ impl Checker<'_> {
                 })?;
                 ClipSpec::Flat {
                     clip_norm: self.positive("clip.clip_norm", clip_norm)?,
+                }
+            }
+            other => self.adaptive_clip(raw, other)?,
+        })
+    }
+
+    /// Each `[clip.<policy>]` table only with its policy.
+    fn clip_tables(&self, c: &super::raw::RawClip, kind: ClipPolicyKind) -> R<()> {
+        let why = |table: &str| {
+            let table = table.to_string();
+            move || format!("only used with clip.policy = \"{table}\"")
+        };
+        let only = |table: &str, present: bool, k: ClipPolicyKind| -> R<()> {
+            if present && kind != k {
+                Err(self.not_applicable(&format!("clip.{table}"), why(table)()))
+            } else {
+                Ok(())
+            }
+        };
+        only("per_layer", c.per_layer.is_some(), ClipPolicyKind::PerLayer)?;
+        only("decay", c.decay.is_some(), ClipPolicyKind::Decay)?;
+        only(
+            "automatic",
+            c.automatic.is_some(),
+            ClipPolicyKind::Automatic,
+        )?;
+        only("quantile", c.quantile.is_some(), ClipPolicyKind::Quantile)?;
+        only("adaclip", c.adaclip.is_some(), ClipPolicyKind::Adaclip)?;
+        only("dcsgd_p", c.dcsgd_p.is_some(), ClipPolicyKind::DcsgdP)?;
+        only("dcsgd_e", c.dcsgd_e.is_some(), ClipPolicyKind::DcsgdE)?;
+        Ok(())
+    }
+
+    /// The policies beyond `none` and `flat`, from their `[clip.<policy>]` tables.
+    fn adaptive_clip(&self, raw: &RawConfig, kind: ClipPolicyKind) -> R<ClipSpec> {
+        let c = &raw.clip;
+        if raw.train.adagrad_norm.as_ref().and_then(|a| a.norm_source) == Some(NormSource::Clean) {
+            return Err(self.conflict(
+                "train.adagrad_norm.norm_source",
+                "clip.policy",
+                "the clean norm is defined for flat clipping only",
+            ));
+        }
+        let unit =
+            |key: &str, v: f64| self.float(key, v, "a number in (0, 1)", |x| x > 0.0 && x < 1.0);
+        let beta = |key: &str, v: f64| {
+            self.float(key, v, "a number in [0, 1)", |x| (0.0..1.0).contains(&x))
+        };
+        // C_0 of the adaptive policies: dc_sgd.md's default 1.
+        let initial = || self.positive("clip.clip_norm", c.clip_norm.unwrap_or(1.0));
+        let required = |why: &'static str| {
+            c.clip_norm
+                .ok_or_else(|| self.missing("clip.clip_norm", why))
+                .and_then(|v| self.positive("clip.clip_norm", v))
+        };
+        Ok(match kind {
+            ClipPolicyKind::None | ClipPolicyKind::Flat => {
+                unreachable!("handled by clip()")
+            }
+            ClipPolicyKind::PerLayer => ClipSpec::PerLayer {
+                clip_norm: required("per-layer clipping needs the total norm bound C")?,
+                split: c
+                    .per_layer
+                    .as_ref()
+                    .and_then(|p| p.split)
+                    .unwrap_or(LayerSplitKind::Equal),
+            },
+            ClipPolicyKind::Decay => {
+                let ratio = c.decay.as_ref().and_then(|d| d.final_ratio).unwrap_or(0.5);
+                ClipSpec::Decay {
+                    clip_norm: required("decay needs the initial norm bound C_0")?,
+                    final_ratio: self.float(
+                        "clip.decay.final_ratio",
+                        ratio,
+                        "a number in (0, 1]",
+                        |x| x > 0.0 && x <= 1.0,
+                    )?,
+                }
+            }
+            ClipPolicyKind::Automatic => {
+                self.absent("clip.clip_norm", &c.clip_norm, || {
+                    "automatic clipping has sensitivity 1 and no clip norm".into()
+                })?;
+                let gamma = c.automatic.as_ref().and_then(|a| a.gamma).unwrap_or(0.01);
+                ClipSpec::Automatic {
+                    gamma: self.positive("clip.automatic.gamma", gamma)?,
+                }
+            }
+            ClipPolicyKind::Quantile => {
+                let q = c.quantile.clone().unwrap_or_default();
+                // Andrew et al. 2021 (and DC-SGD's runs of it): σ_b = B/20.
+                let batch = raw
+                    .train
+                    .expected_batch_size
+                    .or(raw.train.batch_size)
+                    .unwrap_or(20) as f64;
+                ClipSpec::Quantile {
+                    initial_clip_norm: initial()?,
+                    target_quantile: unit(
+                        "clip.quantile.target_quantile",
+                        q.target_quantile.unwrap_or(0.5),
+                    )?,
+                    learning_rate: self.positive(
+                        "clip.quantile.learning_rate",
+                        q.learning_rate.unwrap_or(0.2),
+                    )?,
+                    count_noise_std: self.positive(
+                        "clip.quantile.count_noise_std",
+                        q.count_noise_std.unwrap_or(batch / 20.0),
+                    )?,
+                }
+            }
+            ClipPolicyKind::Adaclip => {
+                self.absent("clip.clip_norm", &c.clip_norm, || {
+                    "AdaCliP clips at 1 after its own transform (tune clip.adaclip.h2)".into()
+                })?;
+                let a = c.adaclip.clone().unwrap_or_default();
+                let h1 = self.positive("clip.adaclip.h1", a.h1.unwrap_or(1e-12))?;
+                let h2 = a.h2.ok_or_else(|| {
+                    self.missing(
+                        "clip.adaclip.h2",
+                        "AdaCliP needs the variance cap h2 (the paper tunes it; about C²/d matches DP-SGD at C)",
+                    )
+                })?;
+                let h2 = self.float(
+                    "clip.adaclip.h2",
+                    h2,
+                    &format!("a number > clip.adaclip.h1 = {h1}"),
+                    |x| x > h1,
+                )?;
+                ClipSpec::Adaclip {
+                    gamma: self.positive("clip.adaclip.gamma", a.gamma.unwrap_or(1.0))?,
+                    beta1: beta("clip.adaclip.beta1", a.beta1.unwrap_or(0.99))?,
+                    beta2: beta("clip.adaclip.beta2", a.beta2.unwrap_or(0.9))?,
+                    h1,
+                    h2,
+                    initial_std: a.initial_std.unwrap_or(AdaclipInitialStd::Paper),
+                    variance_scale: a.variance_scale.unwrap_or(AdaclipVarianceScale::PerExample),
+                }
+            }
+            ClipPolicyKind::DcsgdP | ClipPolicyKind::DcsgdE => {
+                let p_rule = kind == ClipPolicyKind::DcsgdP;
+                let (table, d) = if p_rule {
+                    ("clip.dcsgd_p", c.dcsgd_p.clone().unwrap_or_default())
+                } else {
+                    ("clip.dcsgd_e", c.dcsgd_e.clone().unwrap_or_default())
+                };
+                let key = |k: &str| format!("{table}.{k}");
+                let percentile = if p_rule {
+                    Some(self.float(
+                        &key("percentile"),
+                        d.percentile.unwrap_or(0.9),
+                        "a number in (0, 1]",
+                        |x| x > 0.0 && x <= 1.0,
+                    )?)
+                } else {
+                    self.absent(&key("percentile"), &d.percentile, || {
+                        "only used with clip.policy = \"dcsgd_p\"".into()
+                    })?;
+                    None
+                };
+                let bins = self.size(&key("bins"), d.bins.unwrap_or(20), 2, 100_000)?;
+                // dc_sgd.md §1.3-1.4: R_0 = 1 for P, b for E.
+                let default_range = if p_rule { 1.0 } else { bins as f64 };
+                ClipSpec::Dcsgd {
+                    initial_clip_norm: initial()?,
+                    percentile,
+                    bins,
+                    histogram_noise_multiplier: self.positive(
+                        &key("histogram_noise_multiplier"),
+                        d.histogram_noise_multiplier.unwrap_or(5.0),
+                    )?,
+                    initial_range: self.positive(
+                        &key("initial_range"),
+                        d.initial_range.unwrap_or(default_range),
+                    )?,
                 }
             }
         })

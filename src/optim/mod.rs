@@ -34,6 +34,15 @@ pub enum Optimizer {
         beta: f64,
         beta_period: Option<u64>,
     },
+    /// Adam (Kingma & Ba 2015, Alg. 1; the form of PyTorch's `torch.optim.Adam`, no weight
+    /// decay): m ← β1 m + (1 − β1) g, v ← β2 v + (1 − β2) g², m̂ = m/(1 − β1^k),
+    /// v̂ = v/(1 − β2^k) at the k-th step (k = 1, 2, …), θ ← θ − η m̂/(√v̂ + ε̂), ε̂ =
+    /// `stability_constant`. On a released gradient it is post-processing (DC-SGD's main optimizer).
+    Adam {
+        beta1: f64,
+        beta2: f64,
+        stability_constant: f64,
+    },
 }
 
 /// The mutable state of an [`Optimizer`] for one parameter vector.
@@ -45,6 +54,8 @@ pub struct OptimizerState {
     pub steps: u64,
     /// b_k² of AdaGrad-norm.
     pub b_sq: f64,
+    /// Adam's second-moment estimate v (its first moment is `velocity`).
+    pub second_moment: Vec<f64>,
 }
 
 impl Optimizer {
@@ -60,6 +71,11 @@ impl Optimizer {
             }
             Optimizer::AdagradNorm { b0_sq, .. } => OptimizerState {
                 b_sq: *b0_sq,
+                ..OptimizerState::default()
+            },
+            Optimizer::Adam { .. } => OptimizerState {
+                velocity: vec![0.0; num_params],
+                second_moment: vec![0.0; num_params],
                 ..OptimizerState::default()
             },
         }
@@ -138,6 +154,32 @@ impl Optimizer {
             Optimizer::Sgd => {
                 for (p, g) in params.iter_mut().zip(grad.iter()) {
                     *p = (*p as f64 - lr * g) as f32;
+                }
+            }
+            Optimizer::Adam {
+                beta1,
+                beta2,
+                stability_constant,
+            } => {
+                if state.velocity.len() != params.len() {
+                    state.velocity = vec![0.0; params.len()];
+                }
+                if state.second_moment.len() != params.len() {
+                    state.second_moment = vec![0.0; params.len()];
+                }
+                let c1 = 1.0 - beta1.powf((k + 1) as f64);
+                let c2 = 1.0 - beta2.powf((k + 1) as f64);
+                for (((p, g), m), v) in params
+                    .iter_mut()
+                    .zip(grad.iter())
+                    .zip(state.velocity.iter_mut())
+                    .zip(state.second_moment.iter_mut())
+                {
+                    *m = beta1 * *m + (1.0 - beta1) * g;
+                    *v = beta2 * *v + (1.0 - beta2) * g * g;
+                    let m_hat = *m / c1;
+                    let v_hat = *v / c2;
+                    *p = (*p as f64 - lr * m_hat / (v_hat.sqrt() + stability_constant)) as f32;
                 }
             }
             Optimizer::Momentum { momentum, nesterov } => {
@@ -219,6 +261,34 @@ mod tests {
         }
         big.step(&mut q, array![1.0].view(), 1.0, &mut st);
         assert_eq!(st.b_sq, 128.0);
+    }
+
+    #[test]
+    fn adam_matches_the_bias_corrected_recurrence() {
+        // Kingma & Ba Alg. 1 by hand, β = (0.9, 0.999), ε̂ = 1e-8, η = 0.1.
+        // Step 1, g = 2: m = 0.2, v = 0.004, m̂ = 2, v̂ = 4: Δ = 0.1·2/(2 + 1e-8).
+        // Step 2, g = −1: m = 0.18 − 0.1 = 0.08, v = 0.003996 + 0.001 = 0.004996,
+        // m̂ = 0.08/0.19, v̂ = 0.004996/0.001999.
+        let opt = Optimizer::Adam {
+            beta1: 0.9,
+            beta2: 0.999,
+            stability_constant: 1e-8,
+        };
+        let mut st = opt.init_state(1);
+        let mut p = array![0.0f32];
+        opt.step(&mut p, array![2.0].view(), 0.1, &mut st);
+        let d1 = 0.1 * 2.0 / (2.0 + 1e-8);
+        assert!((p[0] as f64 + d1).abs() < 1e-7, "{}", p[0]);
+        opt.step(&mut p, array![-1.0].view(), 0.1, &mut st);
+        let m_hat = 0.08 / (1.0 - 0.81);
+        let v_hat: f64 = 0.004996 / (1.0 - 0.999f64 * 0.999);
+        let d2 = 0.1 * m_hat / (v_hat.sqrt() + 1e-8);
+        assert!(
+            (p[0] as f64 - (-d1 - d2)).abs() < 1e-6,
+            "{} vs {}",
+            p[0],
+            -d1 - d2
+        );
     }
 
     #[test]

@@ -19,8 +19,12 @@ pub struct MetricsRow {
     pub lr: f64,
     /// σ_t of the last step taken (empty for a non-private run).
     pub noise_multiplier: Option<f64>,
-    /// σ_t · C: the std of the noise added to the clipped sum.
+    /// The std of the noise added to each coordinate of the clipped sum at the last step:
+    /// σ_t·C_t, with the gradient's share of σ_t for policies that split it (quantile, DC-SGD),
+    /// and the RMS over coordinates for AdaCliP.
     pub noise_std: Option<f64>,
+    /// The clip norm C_t of the last step (C_0 at step 0; 1 for `automatic`; for AdaCliP the flat
+    /// C of equal noise power, ‖b‖/√P).
     pub clip_norm: Option<f64>,
     /// Size of the last batch drawn (Poisson batches vary).
     pub batch_size: Option<usize>,
@@ -33,6 +37,13 @@ pub struct MetricsRow {
     pub test_accuracy: f64,
     pub validation_loss: Option<f64>,
     pub validation_accuracy: Option<f64>,
+    /// The clipping policy's private estimate of the fraction of examples clipped (from its noisy
+    /// count or histogram: post-processing), averaged over the steps since the previous
+    /// evaluation; empty for policies without one.
+    pub clipped_fraction_private: Option<f64>,
+    /// The true fraction of examples clipped over the steps since the previous evaluation,
+    /// computed from the raw per-sample norms: a diagnostic that is NOT differentially private.
+    pub clipped_fraction_nonprivate: Option<f64>,
 }
 
 /// How a seed ended.

@@ -17,6 +17,8 @@ use crate::privacy::accountant::{
     AccountantKind, AccountantOptions, PrivacyReport, new_accountant,
 };
 use crate::privacy::calibrate::{self, Target};
+use crate::privacy::clip::dcsgd::{DcsgdParams, DcsgdRule};
+use crate::privacy::clip::{ClipPolicy, LayerSplit, adaclip, decay, quantile};
 use crate::privacy::event::{DpEvent, EventLedger};
 use crate::privacy::schedule::{self, NoiseShape, ScheduleSummary};
 
@@ -69,8 +71,12 @@ pub struct TrainingPlan {
     /// AdaGrad-norm step sizes from the clean (pre-noise) clipped gradient, as the ADP-SGD paper
     /// does: not private, and the plan marks ε as not guaranteed.
     pub clean_norm: bool,
-    /// The flat clip norm C (`None`: no clipping, non-private runs only).
+    /// The clip norm of the first step: C for `flat`, C_0 for the policies that adapt it, 1 (the
+    /// sensitivity) for `automatic`; `None` for `adaclip` (its scale is per coordinate) and for
+    /// no clipping (non-private runs only).
     pub clip_norm: Option<f64>,
+    /// The clipping policy's parameters (`clip.policy` and its table).
+    pub clip: ClipPolicy,
     /// `None` for a non-private run.
     pub privacy: Option<PrivacyPlan>,
 }
@@ -114,6 +120,81 @@ fn lr_schedule(spec: &ExperimentSpec, n_train: usize, total: u64) -> LrSchedule 
     }
 }
 
+/// The privacy room's policy for a validated `[clip]` spec; `total_steps` is T (for `decay`).
+pub fn clip_policy(spec: &ClipSpec, total_steps: u64) -> ClipPolicy {
+    use crate::config::kinds::{AdaclipInitialStd, AdaclipVarianceScale, LayerSplitKind};
+    match *spec {
+        ClipSpec::None => ClipPolicy::None,
+        ClipSpec::Flat { clip_norm } => ClipPolicy::Flat { clip_norm },
+        ClipSpec::PerLayer { clip_norm, split } => ClipPolicy::PerLayer {
+            clip_norm,
+            split: match split {
+                LayerSplitKind::Equal => LayerSplit::Equal,
+                LayerSplitKind::BySize => LayerSplit::BySize,
+            },
+        },
+        ClipSpec::Decay {
+            clip_norm,
+            final_ratio,
+        } => ClipPolicy::Decay(decay::DecayParams {
+            clip_norm,
+            final_ratio,
+            total_steps,
+        }),
+        ClipSpec::Automatic { gamma } => ClipPolicy::Automatic { gamma },
+        ClipSpec::Quantile {
+            initial_clip_norm,
+            target_quantile,
+            learning_rate,
+            count_noise_std,
+        } => ClipPolicy::Quantile(quantile::QuantileParams {
+            initial_clip_norm,
+            target_quantile,
+            learning_rate,
+            count_noise_std,
+        }),
+        ClipSpec::Adaclip {
+            gamma,
+            beta1,
+            beta2,
+            h1,
+            h2,
+            initial_std,
+            variance_scale,
+        } => ClipPolicy::AdaClip(adaclip::AdaClipParams {
+            gamma,
+            beta1,
+            beta2,
+            h1,
+            h2,
+            initial_std: match initial_std {
+                AdaclipInitialStd::Paper => adaclip::InitialStd::Paper,
+                AdaclipInitialStd::SqrtH2 => adaclip::InitialStd::SqrtH2,
+            },
+            variance_scale: match variance_scale {
+                AdaclipVarianceScale::PerExample => adaclip::VarianceScale::PerExample,
+                AdaclipVarianceScale::BatchMean => adaclip::VarianceScale::BatchMean,
+            },
+        }),
+        ClipSpec::Dcsgd {
+            initial_clip_norm,
+            percentile,
+            bins,
+            histogram_noise_multiplier,
+            initial_range,
+        } => ClipPolicy::Dcsgd(DcsgdParams {
+            rule: match percentile {
+                Some(percentile) => DcsgdRule::Percentile { percentile },
+                None => DcsgdRule::ExpectedError,
+            },
+            initial_clip_norm,
+            initial_range,
+            bins,
+            histogram_noise_multiplier,
+        }),
+    }
+}
+
 /// Wrap one step's releases in the sampling event of `sampler`.
 fn sampled(sampler: Sampler, n_train: usize, sample_rate: f64, releases: Vec<DpEvent>) -> DpEvent {
     let inner = if releases.len() == 1 {
@@ -147,9 +228,19 @@ impl TrainingPlan {
         let planned_steps = spec.planned_steps(n_train);
         let batch = spec.train.sampler.batch_size();
         let sample_rate = spec.sample_rate(n_train).min(1.0);
+        let clip = clip_policy(&spec.clip, planned_steps);
         let clip_norm = match spec.clip {
-            ClipSpec::None => None,
-            ClipSpec::Flat { clip_norm } => Some(clip_norm),
+            ClipSpec::None | ClipSpec::Adaclip { .. } => None,
+            ClipSpec::Flat { clip_norm }
+            | ClipSpec::PerLayer { clip_norm, .. }
+            | ClipSpec::Decay { clip_norm, .. } => Some(clip_norm),
+            ClipSpec::Automatic { .. } => Some(1.0),
+            ClipSpec::Quantile {
+                initial_clip_norm, ..
+            }
+            | ClipSpec::Dcsgd {
+                initial_clip_norm, ..
+            } => Some(initial_clip_norm),
         };
         let optimizer = match spec.train.optimizer {
             OptimizerSpec::Sgd => Optimizer::Sgd,
@@ -172,6 +263,15 @@ impl TrainingPlan {
                 beta,
                 beta_period,
             },
+            OptimizerSpec::Adam {
+                beta1,
+                beta2,
+                stability_constant,
+            } => Optimizer::Adam {
+                beta1,
+                beta2,
+                stability_constant,
+            },
         };
         let clean_norm = matches!(
             spec.train.optimizer,
@@ -193,6 +293,7 @@ impl TrainingPlan {
             optimizer,
             clean_norm,
             clip_norm,
+            clip,
             privacy: None,
         };
         if let Some(p) = &spec.privacy {
@@ -285,13 +386,22 @@ impl TrainingPlan {
                 .collect()
         };
         let constant = matches!(shape, NoiseShape::Constant) && round_digits.is_none();
+        // The releases of one step at σ (the policy's statistic included). Where σ is too large
+        // for the policy's split, the plain Gaussian of multiplier σ, which is the same privacy
+        // cost: calibration stays monotone, and the split is refused below with a clear message.
+        let policy = self.clip.clone();
+        let releases = move |sigma: f64| -> Vec<DpEvent> {
+            policy
+                .planned_releases(sigma)
+                .unwrap_or_else(|_| vec![DpEvent::gaussian(sigma)])
+        };
         let run_event = |kappa: f64, upto: u64| -> DpEvent {
             if constant {
-                return sampled(sampler, n, q, vec![DpEvent::gaussian(kappa)]).self_composed(upto);
+                return sampled(sampler, n, q, releases(kappa)).self_composed(upto);
             }
             let mut ledger = EventLedger::new();
             for sigma in sigmas_for(kappa, upto) {
-                ledger.record(sampled(sampler, n, q, vec![DpEvent::gaussian(sigma)]));
+                ledger.record(sampled(sampler, n, q, releases(sigma)));
             }
             ledger.to_event()
         };
@@ -302,7 +412,7 @@ impl TrainingPlan {
         // Refuse, before any training, an event the accountant cannot analyse.
         factory()
             .map_err(accounting)?
-            .check(&sampled(sampler, n, q, vec![DpEvent::gaussian(1.0)]))
+            .check(&sampled(sampler, n, q, releases(1.0)))
             .map_err(accounting)?;
 
         let mut warnings = Vec::new();
@@ -386,6 +496,7 @@ impl TrainingPlan {
             }
         };
         let sigmas = sigmas_for(noise_multiplier, steps);
+        self.check_split(spec, &sigmas[..(self.steps as usize).min(sigmas.len())], p)?;
         Ok(PrivacyPlan {
             noise_multiplier,
             schedule: shape,
@@ -399,6 +510,59 @@ impl TrainingPlan {
             epsilon_guaranteed: warnings.is_empty(),
             warnings,
         })
+    }
+
+    /// Refuse, before training, a policy whose statistic's noise multiplier does not exceed every
+    /// σ_t: its split σ_grad = (σ^−2 − σ_stat^−2)^(−1/2) would not exist.
+    fn check_split(
+        &self,
+        spec: &ExperimentSpec,
+        sigmas: &[f64],
+        p: &crate::config::spec::PrivacySpec,
+    ) -> Result<(), TrainError> {
+        let Some((statistic, stat)) = self.clip.statistic() else {
+            return Ok(());
+        };
+        let largest = sigmas.iter().copied().fold(0.0, f64::max);
+        if sigmas
+            .iter()
+            .all(|&s| self.clip.check_noise_multiplier(s).is_ok())
+        {
+            return Ok(());
+        }
+        let (key, found) = match spec.clip {
+            ClipSpec::Quantile {
+                count_noise_std, ..
+            } => (
+                "clip.quantile.count_noise_std",
+                format!("{count_noise_std} (a count noise multiplier 2·σ_b = {stat})"),
+            ),
+            _ => (
+                match spec.clip.kind() {
+                    crate::config::kinds::ClipPolicyKind::DcsgdP => {
+                        "clip.dcsgd_p.histogram_noise_multiplier"
+                    }
+                    _ => "clip.dcsgd_e.histogram_noise_multiplier",
+                },
+                stat.to_string(),
+            ),
+        };
+        let budget = match p.budget {
+            Budget::Calibrated { epsilon } => {
+                format!("calibrated from privacy.epsilon = {epsilon}")
+            }
+            Budget::NoiseMultiplier { .. } | Budget::UntilSpent { .. } => {
+                "noise.noise_multiplier".to_string()
+            }
+        };
+        Err(TrainError::Config(ConfigError::OutOfRange {
+            at: Location::file(&spec.source),
+            key: key.into(),
+            expected: format!(
+                "the {statistic} needs a larger noise multiplier than the budget allows: above the run's largest noise multiplier {largest} ({budget}); otherwise the {statistic} alone would spend more than the whole budget"
+            ),
+            found,
+        }))
     }
 
     /// σ_t at step `t` (`None` for a non-private run).
@@ -420,10 +584,15 @@ impl TrainingPlan {
         sampled(self.sampler, self.n_train, self.sample_rate, releases)
     }
 
-    /// The releases a flat-clipping step makes at step `t`, before sampling.
+    /// The releases the clipping policy makes at step `t`, before sampling (the gradient and any
+    /// statistic, e.g. DC-SGD's histogram).
     pub fn planned_releases(&self, t: u64) -> Vec<DpEvent> {
         match self.noise_multiplier_at(t) {
-            Some(sigma) => vec![DpEvent::gaussian(sigma)],
+            // The split was checked when the plan was made (`check_split`).
+            Some(sigma) => self
+                .clip
+                .planned_releases(sigma)
+                .unwrap_or_else(|_| vec![DpEvent::gaussian(sigma)]),
             None => vec![DpEvent::NonPrivate],
         }
     }

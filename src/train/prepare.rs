@@ -54,6 +54,20 @@ impl Experiment {
         let model = build_model(&spec, &data)?;
         spec.check_against_data(data.train.len(), data.train.num_features())?;
         let plan = TrainingPlan::new(&spec, data.train.len())?;
+        // A policy that materialises [B, P] (AdaCliP) is refused before training when the
+        // (expected) batch does not fit the memory limit.
+        if plan.clip.materializes() {
+            crate::grad::check_materialize_budget(
+                spec.train.sampler.batch_size(),
+                model.num_params(),
+                model.materialize_limit_bytes(),
+            )
+            .map_err(|e| crate::config::ConfigError::DataMismatch {
+                at: crate::config::Location::file(&spec.source),
+                key: "clip.policy".into(),
+                reason: e.to_string(),
+            })?;
+        }
         Ok(Experiment {
             spec,
             data,

@@ -6,7 +6,7 @@
 //! σ_t, η_t  = plan (pure functions of t)
 //! batch     = sampler.next(rng_sampling)              Poisson by default; may be empty
 //! grads     = model.per_sample(params, batch)         norms and weighted sums, no [B, P] matrix
-//! release   = clip::flat::privatize_flat(grads, C, σ_t, rng_noise)
+//! release   = plan.clip.privatize(state, grads, σ_t, rng_noise)   the policy; state → next step
 //! g         = release.sum / expected_batch_size       never the realised batch size
 //! g        += λ θ                                     L2 penalty: data-independent, after noise
 //! optimizer.step(params, g, η_t)
@@ -32,8 +32,7 @@ use crate::config::spec::Sampler as SpecSampler;
 use crate::data::Dataset;
 use crate::data::sampler::{FixedSizeSampler, PoissonSampler, Sampler, ShuffleSampler};
 use crate::grad::{GradError, PerSampleGradients};
-use crate::privacy::clip::ClipError;
-use crate::privacy::clip::flat::{clipped_sum, privatize_flat};
+use crate::privacy::clip::{ClipError, StepContext};
 use crate::privacy::event::{DpEvent, EventLedger};
 use crate::privacy::mechanism::GaussianSource;
 use crate::privacy::secure_rng::{SecureGaussian, SecureRngError};
@@ -170,11 +169,14 @@ pub fn train_seed(
     let total = plan.steps;
 
     let delta = plan.privacy.as_ref().map(|p| p.delta);
+    let mut clip_state = plan.clip.init_state(model.num_params());
+    let mut window = ClipWindow::default();
     let row_at = |step: u64,
                   params: &Array1<f32>,
                   ledger: &EventLedger,
                   train_loss: Option<f64>,
-                  batch_size: Option<usize>|
+                  batch_size: Option<usize>,
+                  window: &ClipWindow|
      -> Result<MetricsRow, TrainError> {
         let t_last = step.saturating_sub(1);
         let (test_loss, test_accuracy) = eval
@@ -194,14 +196,24 @@ pub fn train_seed(
             Some(r) => Some(r.map_err(|e| step_err(step, e.to_string()))?.epsilon),
         };
         let sigma = plan.noise_multiplier_at(t_last);
+        // Before any step: the first step's clip norm and gradient noise.
+        let (clip_norm, noise_std) = match window.last {
+            Some((c, std)) => (c, sigma.map(|_| std)),
+            None => (
+                plan.clip_norm,
+                sigma
+                    .zip(plan.clip_norm)
+                    .map(|(s, c)| plan.clip.gradient_noise_multiplier(s).unwrap_or(s) * c),
+            ),
+        };
         Ok(MetricsRow {
             seed,
             step,
             epoch: step as f64 / plan.steps_per_epoch,
             lr: plan.lr.at(t_last),
             noise_multiplier: sigma,
-            noise_std: sigma.zip(plan.clip_norm).map(|(s, c)| s * c),
-            clip_norm: plan.clip_norm,
+            noise_std,
+            clip_norm,
             batch_size,
             epsilon,
             delta,
@@ -210,10 +222,14 @@ pub fn train_seed(
             test_accuracy,
             validation_loss,
             validation_accuracy,
+            clipped_fraction_private: (window.private_steps > 0)
+                .then(|| window.private_sum / window.private_steps as f64),
+            clipped_fraction_nonprivate: (window.examples > 0)
+                .then(|| window.clipped as f64 / window.examples as f64),
         })
     };
 
-    let first = row_at(0, &params, &ledger, None, None)?;
+    let first = row_at(0, &params, &ledger, None, None, &window)?;
     observer.on_eval(seed, &first, total);
     rows.push(first);
 
@@ -270,28 +286,31 @@ pub fn train_seed(
             }
             _ => None,
         };
-        let (mut g, releases) = match (sigma, plan.clip_norm) {
-            (Some(sigma), Some(c)) => match privatize_flat(grads, c, sigma, &mut rng_noise) {
-                Ok(release) => (release.sum, release.events),
-                Err(ClipError::NonFiniteNorm { .. }) => {
-                    status = SeedStatus::Diverged;
-                    break;
-                }
-                Err(e) => return Err(step_err(t, e.to_string())),
-            },
-            (None, Some(c)) => match clipped_sum(grads, c) {
-                Ok(sum) => (sum, vec![DpEvent::NonPrivate]),
-                Err(ClipError::NonFiniteNorm { .. }) => {
-                    status = SeedStatus::Diverged;
-                    break;
-                }
-                Err(e) => return Err(step_err(t, e.to_string())),
-            },
-            (_, None) => {
-                let ones = Array1::<f64>::ones(grads.batch_size());
-                (grads.weighted_sum(&ones), vec![DpEvent::NonPrivate])
-            }
+        // The clipping policy: clip, sum, noise, any statistic it releases, and its state's
+        // update for the next step. A non-private run passes σ = 0 (no noise) and records
+        // NonPrivate.
+        let ctx = StepContext {
+            step: t,
+            noise_multiplier: sigma.unwrap_or(0.0),
+            expected_batch_size: plan.expected_batch_size,
         };
+        let step = match plan
+            .clip
+            .privatize(&mut clip_state, grads, &ctx, &mut rng_noise)
+        {
+            Ok(step) => step,
+            Err(ClipError::NonFiniteNorm { .. }) => {
+                status = SeedStatus::Diverged;
+                break;
+            }
+            Err(e) => return Err(step_err(t, e.to_string())),
+        };
+        window.record(&step);
+        let releases = match sigma {
+            Some(_) => step.release.events,
+            None => vec![DpEvent::NonPrivate],
+        };
+        let mut g = step.release.sum;
         ledger.record(plan.step_event(releases));
         g.mapv_inplace(|v| v / plan.expected_batch_size);
         model.add_l2_gradient(params.view(), &mut g);
@@ -310,7 +329,14 @@ pub fn train_seed(
                 break;
             }
             let train_loss = (loss_count > 0).then(|| loss_sum / loss_count as f64);
-            let row = row_at(t + 1, &params, &ledger, train_loss, Some(batch_size))?;
+            let row = row_at(
+                t + 1,
+                &params,
+                &ledger,
+                train_loss,
+                Some(batch_size),
+                &window,
+            )?;
             if !(row.test_loss.is_finite()) {
                 status = SeedStatus::Diverged;
                 break;
@@ -319,6 +345,7 @@ pub fn train_seed(
             rows.push(row);
             loss_sum = 0.0;
             loss_count = 0;
+            window.reset();
         }
     }
 
@@ -363,6 +390,41 @@ pub fn train_seed(
         summary,
         ledger,
     })))
+}
+
+/// What the clipping policy did over the steps since the previous evaluation row.
+#[derive(Default)]
+struct ClipWindow {
+    /// (C_t, noise std) of the last step.
+    last: Option<(Option<f64>, f64)>,
+    /// Sum and count of the policy's private clipped-fraction estimates.
+    private_sum: f64,
+    private_steps: u64,
+    /// Examples clipped and examples seen (the non-private diagnostic).
+    clipped: usize,
+    examples: usize,
+}
+
+impl ClipWindow {
+    fn record(&mut self, step: &crate::privacy::clip::StepRelease) {
+        self.last = Some((step.clip_norm, step.noise_std));
+        if let Some(f) = step.clipped_fraction_private {
+            self.private_sum += f;
+            self.private_steps += 1;
+        }
+        if step.clip_norm.is_some() {
+            self.clipped += step.clipped_count_nonprivate;
+            self.examples += step.batch_size_nonprivate;
+        }
+    }
+
+    /// Start a new window; the last step's C and noise stay for the next row.
+    fn reset(&mut self) {
+        *self = ClipWindow {
+            last: self.last,
+            ..ClipWindow::default()
+        };
+    }
 }
 
 /// A seed's noise: the reproducible noise stream of its seed, or (`privacy.secure_noise = true`)

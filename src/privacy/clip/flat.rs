@@ -10,7 +10,7 @@
 
 use ndarray::Array1;
 
-use super::{ClipError, Release};
+use super::{ClipError, Release, StepRelease};
 use crate::grad::PerSampleGradients;
 use crate::privacy::event::DpEvent;
 use crate::privacy::mechanism::{GaussianSource, add_gaussian_noise};
@@ -58,6 +58,32 @@ pub fn privatize_flat<R: GaussianSource + ?Sized>(
     Ok(Release {
         sum,
         events: vec![DpEvent::gaussian(noise_multiplier)],
+    })
+}
+
+/// One step of flat clipping at `clip_norm` (also `decay`'s, at C_t) for [`super::ClipPolicy`]:
+/// the release of [`privatize_flat`] plus what the step used.
+pub fn step_flat<R: GaussianSource + ?Sized>(
+    grads: &dyn PerSampleGradients,
+    clip_norm: f64,
+    noise_multiplier: f64,
+    rng: &mut R,
+) -> Result<StepRelease, ClipError> {
+    let norms = grads.norms();
+    let weights = flat_clip_weights(&norms, clip_norm)?;
+    let clipped = norms.iter().filter(|&&n| n > clip_norm).count();
+    let mut sum = grads.weighted_sum(&weights);
+    let noise_std = add_gaussian_noise(sum.view_mut(), noise_multiplier, clip_norm, rng)?;
+    Ok(StepRelease {
+        release: Release {
+            sum,
+            events: vec![DpEvent::gaussian(noise_multiplier)],
+        },
+        clip_norm: Some(clip_norm),
+        noise_std,
+        clipped_fraction_private: None,
+        clipped_count_nonprivate: clipped,
+        batch_size_nonprivate: norms.len(),
     })
 }
 

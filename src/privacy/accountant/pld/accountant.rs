@@ -280,12 +280,25 @@ impl PldAccountant {
                 check_rate(*sample_rate)?;
                 self.sampled(inner, rate * sample_rate, count, plan)
             }
-            DpEvent::SampledWithoutReplacement { .. }
-            | DpEvent::SelfComposed { .. }
-            | DpEvent::Composed(_) => Err(unsupported(
-                event,
-                "only a single Gaussian or Laplace release can be Poisson-subsampled",
-            )),
+            // Gaussians composed on the same batch (a clipping policy's gradient and its noisy
+            // count or histogram) are one Gaussian mechanism on the concatenated query, with
+            // σ^−2 = Σ σ_i^−2 (DC-SGD Thm 2): exactly the subsampled Gaussian of that σ.
+            DpEvent::Composed(_) => {
+                match crate::privacy::accountant::rdp::effective_gaussian_noise_multiplier(event) {
+                    Ok(None) => Ok(()),
+                    Ok(Some(sigma)) => self.sampled(&DpEvent::gaussian(sigma), rate, count, plan),
+                    Err(_) => Err(unsupported(
+                        event,
+                        "only a single Gaussian or Laplace release, or Gaussians composed on the same batch, can be Poisson-subsampled",
+                    )),
+                }
+            }
+            DpEvent::SampledWithoutReplacement { .. } | DpEvent::SelfComposed { .. } => {
+                Err(unsupported(
+                    event,
+                    "only a single Gaussian or Laplace release can be Poisson-subsampled",
+                ))
+            }
         }
     }
 
@@ -475,6 +488,39 @@ mod tests {
             .unwrap();
         a.compose(&DpEvent::gaussian(1.0), 0).unwrap();
         assert_eq!(a.epsilon(1e-6).unwrap().epsilon, 0.0);
+    }
+
+    #[test]
+    fn gaussians_composed_on_one_batch_are_the_gaussian_of_the_combined_multiplier() {
+        // DC-SGD Thm 2: gradient at σ_T and histogram at σ_H on the same Poisson batch cost
+        // exactly the subsampled Gaussian with σ^−2 = σ_T^−2 + σ_H^−2.
+        let (sigma_t, sigma_h) = (1.2f64, 5.0f64);
+        let sigma = (sigma_t.powi(-2) + sigma_h.powi(-2)).powf(-0.5);
+        let mut split = acc();
+        split
+            .compose(
+                &DpEvent::poisson_sampled(
+                    0.02,
+                    DpEvent::Composed(vec![DpEvent::gaussian(sigma_t), DpEvent::gaussian(sigma_h)]),
+                ),
+                200,
+            )
+            .unwrap();
+        let mut one = acc();
+        one.compose(&sgm(0.02, sigma), 200).unwrap();
+        let (a, b) = (
+            split.epsilon(1e-5).unwrap().epsilon,
+            one.epsilon(1e-5).unwrap().epsilon,
+        );
+        assert_eq!(a, b);
+        // A composed Laplace inside the sampling is still refused.
+        assert!(matches!(
+            acc().check(&DpEvent::poisson_sampled(
+                0.1,
+                DpEvent::Composed(vec![DpEvent::gaussian(1.0), DpEvent::laplace(1.0)])
+            )),
+            Err(AccountingError::Unsupported { .. })
+        ));
     }
 
     #[test]
