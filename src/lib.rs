@@ -8,7 +8,9 @@
 //! - [`model`]: layers, losses, forward and per-sample backward. Knows nothing of DP.
 //! - [`grad`]: the three questions a clipping policy may ask of per-sample gradients; the
 //!   interface between `model` (which answers) and `privacy` (which asks).
+//! - [`audit`]: an empirical lower bound on ε by canaries (one-run auditing) for `dpx audit`.
 
+pub mod audit;
 pub mod cli;
 pub mod config;
 pub mod data;

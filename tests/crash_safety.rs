@@ -1,6 +1,7 @@
-//! Crash safety of `dpx run` (issue 9, item 2) on the built binary: SIGKILL at several points
-//! leaves no partial or corrupt CSV, `--resume` finishes with the outputs of an uninterrupted
-//! run; a read-only output directory and a full disk are reported clearly.
+//! Crash safety of `dpx run` and `dpx sweep` (issue 9, item 2) on the built binary: SIGKILL at
+//! several points leaves no partial or corrupt CSV, `--resume` (for a sweep, the same command)
+//! finishes with the outputs of an uninterrupted run; a read-only output directory and a full
+//! disk are reported clearly.
 //!
 //! The full-disk and read-only cases mount a small tmpfs and need root; without it they say so
 //! on stderr and check nothing else.
@@ -310,4 +311,111 @@ fn full_disk_is_reported_with_the_file_and_exit_1() {
             assert!(!name.ends_with(".tmp"), "left behind: {name}");
         }
     }
+}
+
+/// Sweep jobs complete so far (`points/<id>/seeds/<seed>.summary.csv` files).
+fn sweep_jobs_done(out: &Path) -> usize {
+    let Ok(points) = std::fs::read_dir(out.join("points")) else {
+        return 0;
+    };
+    points
+        .flatten()
+        .flat_map(|p| {
+            std::fs::read_dir(p.path().join("seeds"))
+                .into_iter()
+                .flatten()
+        })
+        .flatten()
+        .filter(|f| f.file_name().to_string_lossy().ends_with(".summary.csv"))
+        .count()
+}
+
+fn point_dirs(out: &Path) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(out.join("points"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    dirs.sort();
+    dirs
+}
+
+#[test]
+fn sigkill_of_a_sweep_then_the_same_command_equals_an_uninterrupted_sweep() {
+    let dir = tempfile::tempdir().unwrap();
+    config(dir.path(), 20);
+    // 2 points x 2 seeds = 4 jobs, one at a time (--threads 1).
+    let sweep = dir.path().join("sweep.toml");
+    std::fs::write(
+        &sweep,
+        "base = \"crash.toml\"\nseeds = [0, 1]\n[grid]\n\"train.learning_rate\" = [0.2, 0.3]\n",
+    )
+    .unwrap();
+    let command = |out: &Path| {
+        let mut cmd = Process::new(dpx_path());
+        cmd.args(["sweep", "--quiet", "--threads", "1", "--out"])
+            .arg(out)
+            .arg(&sweep)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        cmd
+    };
+    let reference = dir.path().join("reference");
+    assert!(command(&reference).status().unwrap().success());
+    let want_summary = summary_without_seconds(&reference);
+    let want_metrics: Vec<Vec<u8>> = point_dirs(&reference)
+        .iter()
+        .map(|p| std::fs::read(p.join("metrics.csv")).unwrap())
+        .collect();
+    assert_eq!(want_metrics.len(), 2);
+
+    // Kill points: early (50 ms), after 1 and 3 jobs, and twice in a row (after 1, then 2).
+    let plans: Vec<Vec<(usize, u64)>> = vec![
+        vec![(0, 50)],
+        vec![(1, 0)],
+        vec![(3, 0)],
+        vec![(1, 0), (2, 0)],
+    ];
+    let mut cycles = 0;
+    for (i, kills) in plans.iter().enumerate() {
+        let out = dir.path().join(format!("killed{i}"));
+        for &(done, ms) in kills {
+            let mut child = command(&out).spawn().unwrap();
+            let start = Instant::now();
+            loop {
+                if let Some(status) = child.try_wait().unwrap() {
+                    panic!("plan {i}: dpx sweep finished ({status}) before the kill point");
+                }
+                let ready = if done == 0 {
+                    start.elapsed() >= Duration::from_millis(ms)
+                } else {
+                    sweep_jobs_done(&out) >= done
+                };
+                if ready {
+                    break;
+                }
+                assert!(start.elapsed() < Duration::from_secs(120), "no progress");
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            child.kill().unwrap(); // SIGKILL on Unix
+            child.wait().unwrap();
+            assert!(sweep_jobs_done(&out) < 4, "plan {i}: the sweep finished");
+            assert_no_partial_csv(&out);
+            for p in point_dirs(&out) {
+                assert_no_partial_csv(&p);
+            }
+            cycles += 1;
+        }
+        // The same command again resumes the sweep and finishes it.
+        assert!(command(&out).status().unwrap().success(), "plan {i}");
+        assert_eq!(summary_without_seconds(&out), want_summary, "plan {i}");
+        let got: Vec<Vec<u8>> = point_dirs(&out)
+            .iter()
+            .map(|p| std::fs::read(p.join("metrics.csv")).unwrap())
+            .collect();
+        assert_eq!(got, want_metrics, "plan {i}: a point's metrics.csv differs");
+    }
+    eprintln!("sweep kill-and-resume cycles passed: {cycles}");
+    assert_eq!(cycles, 5);
 }

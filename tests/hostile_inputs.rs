@@ -1,7 +1,8 @@
 //! Hostile inputs (issue 9, item 1): every config key with wrong types, huge values, NaN and
-//! ±∞, and every flag of `dpx run`, `dpx account`, `dpx bench` and `dpx data fetch` with random
-//! values. Outcome in every case: success, or exit 2 with one error line; never a panic
-//! (exit 101), never a hang (each invocation is bounded in time).
+//! ±∞, and every flag of `dpx run`, `dpx account`, `dpx bench`, `dpx sweep`, `dpx report`,
+//! `dpx collect`, `dpx audit` and `dpx data fetch` with random values. Outcome in every case:
+//! success, or exit 2 with one error line; never a panic (exit 101), never a hang (each
+//! invocation is bounded in time).
 
 use std::collections::BTreeSet;
 use std::io::Read;
@@ -305,6 +306,30 @@ fn every_flag_with_random_values_answers_cleanly() {
     let data = dir.path().join("data");
     let cfg = cfg.to_str().unwrap().to_string();
     let data = data.to_str().unwrap().to_string();
+    // A one-point sweep of the base config, and a finished run for `report` and `collect`.
+    let sweep = dir.path().join("sweep.toml");
+    std::fs::write(
+        &sweep,
+        "base = \"base.toml\"\nseeds = [0]\n[grid]\n\"train.learning_rate\" = [0.5]\n",
+    )
+    .unwrap();
+    let sweep = sweep.to_str().unwrap().to_string();
+    let finished = dir.path().join("finished");
+    let o = run_bounded(
+        dir.path(),
+        &[
+            "run",
+            "--quiet",
+            "--threads",
+            "1",
+            "--out",
+            finished.to_str().unwrap(),
+            &cfg,
+        ],
+        Duration::from_secs(60),
+    );
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    let finished = finished.to_str().unwrap().to_string();
     // Each subcommand's flags, with defaults that keep a clean invocation fast; the mutated flag
     // replaces its default. `data fetch` always points at a closed local port.
     type Flags = Vec<(&'static str, Option<String>)>;
@@ -358,6 +383,49 @@ fn every_flag_with_random_values_answers_cleanly() {
             ],
         ),
         (
+            vec!["sweep".into(), sweep.clone()],
+            vec![
+                ("--out", None),
+                ("--threads", Some("1".into())),
+                ("--dry-run", None),
+                ("--shard", None),
+                ("--slurm", None),
+                ("--partition", None),
+                ("--time", None),
+                ("--cpus", None),
+                ("--shards", None),
+                ("--data-dir", Some(data.clone())),
+                ("--quiet", None),
+            ],
+        ),
+        (
+            vec!["report".into(), finished.clone()],
+            vec![
+                ("--rows", None),
+                ("--cols", None),
+                ("--no-plots", None),
+                ("--quiet", None),
+            ],
+        ),
+        (
+            vec!["collect".into(), finished.clone()],
+            vec![("--out", None), ("--quiet", None)],
+        ),
+        (
+            vec!["audit".into(), cfg.clone()],
+            vec![
+                ("--canaries", Some("20".into())),
+                ("--guess-included", None),
+                ("--guess-excluded", None),
+                ("--runs", Some("1".into())),
+                ("--seed", None),
+                ("--confidence", None),
+                ("--out", None),
+                ("--threads", Some("1".into())),
+                ("--data-dir", Some(data.clone())),
+            ],
+        ),
+        (
             vec!["data".into(), "fetch".into()],
             vec![
                 ("NAME", Some("a9a".into())),
@@ -379,6 +447,7 @@ fn every_flag_with_random_values_answers_cleanly() {
             let allow = match (base[0].as_str(), *flag) {
                 ("data", _) => Allow::EnvFailure,
                 ("bench", "--steps" | "--batch") => Allow::LongWork,
+                ("audit", "--canaries" | "--runs") => Allow::LongWork,
                 _ => Allow::Strict,
             };
             for _ in 0..rounds {
@@ -411,4 +480,29 @@ fn every_flag_with_random_values_answers_cleanly() {
     }
     eprintln!("CLI flags: {tried} invocations with random values");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn huge_thread_counts_are_refused_by_every_subcommand() {
+    // A regression: `dpx sweep --threads 100000000` tried to start that many workers and hung.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("base.toml"), BASE).unwrap();
+    std::fs::write(
+        dir.path().join("sweep.toml"),
+        "base = \"base.toml\"\nseeds = [0]\n[grid]\n\"train.learning_rate\" = [0.5]\n",
+    )
+    .unwrap();
+    for args in [
+        &["run", "--quiet", "base.toml"][..],
+        &["sweep", "--quiet", "sweep.toml"],
+        &["audit", "base.toml"],
+        &["bench", "--steps", "1"],
+    ] {
+        let mut argv = args.to_vec();
+        argv.push("--threads=100000000");
+        let o = run_bounded(dir.path(), &argv, Duration::from_secs(30));
+        assert!(!o.timed_out, "dpx {argv:?}: no answer");
+        assert_eq!(o.code, Some(2), "dpx {argv:?}: {}", o.stderr);
+        assert!(o.stderr.contains("--threads"), "{}", o.stderr);
+    }
 }

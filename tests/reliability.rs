@@ -225,6 +225,12 @@ fn every_assumption_check_warns_and_drops_the_guarantee() {
             "[noise]\nnoise_multiplier = 1.0\n[privacy]\ndelta = 0.5",
             "at least 1/n",
         ),
+        (
+            "optimizer = \"adagrad_norm\"\nexpected_batch_size = 50\nlearning_rate = 0.5\n\
+             [train.adagrad_norm]\nnorm_source = \"clean\"",
+            "[noise]\nnoise_multiplier = 1.0\n[privacy]\ndelta = 1e-5",
+            "norm_source = clean",
+        ),
     ];
     for (i, (train, privacy, words)) in cases.iter().enumerate() {
         let cfg = config(dir.path(), &format!("case{i}"), train, privacy);

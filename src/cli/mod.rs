@@ -10,6 +10,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 pub mod account;
+pub mod audit;
 pub mod bench;
 pub mod collect;
 pub mod data;
@@ -86,6 +87,8 @@ pub enum Command {
     /// Tables (mean ± std over seeds), a pivot, plots and the tuning privacy cost of a run or
     /// sweep directory.
     Report(report::ReportArgs),
+    /// Empirical privacy audit by canaries: a lower bound on epsilon next to the accountant's.
+    Audit(audit::AuditArgs),
 }
 
 /// Parse `std::env::args_os()` and run. Clap prints help/version and usage errors itself
@@ -116,5 +119,6 @@ where
         Command::Sweep(args) => sweep::run(args),
         Command::Collect(args) => collect::run(args),
         Command::Report(args) => report::run(args),
+        Command::Audit(args) => audit::run(args),
     }
 }

@@ -37,7 +37,7 @@ pub struct SweepArgs {
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Worker threads shared by all jobs (default: all cores). Results do not depend on it.
-    #[arg(long)]
+    #[arg(long, value_parser = super::parse_threads)]
     pub threads: Option<usize>,
     /// List the points and jobs, run nothing.
     #[arg(long)]

@@ -38,9 +38,9 @@ use crate::privacy::mechanism::GaussianSource;
 use crate::privacy::secure_rng::{SecureGaussian, SecureRngError};
 
 /// Stream ids of a seed's random streams.
-const STREAM_INIT: u64 = 1;
-const STREAM_SAMPLING: u64 = 2;
-const STREAM_NOISE: u64 = 3;
+pub const STREAM_INIT: u64 = 1;
+pub const STREAM_SAMPLING: u64 = 2;
+pub const STREAM_NOISE: u64 = 3;
 
 /// A ChaCha12 generator for stream `stream` of run seed `seed`.
 pub fn stream_rng(seed: u64, stream: u64) -> ChaCha12Rng {
