@@ -13,6 +13,8 @@ run() { nice -n 10 "$dpx" sweep "configs/sweeps/$1.toml" --threads "$threads" --
 
 run adaclip_logreg_dpsgd results/adaclip_mnist_logreg/dpsgd
 run adaclip_logreg_adaclip results/adaclip_mnist_logreg/adaclip
+run adaclip_logreg_confirm_dpsgd results/adaclip_mnist_logreg/confirm_dpsgd
+run adaclip_logreg_confirm_adaclip results/adaclip_mnist_logreg/confirm_adaclip
 for arm in dpsgd p e quantile; do
     run "dcsgd_grid_$arm" "results/dcsgd_mnist/grid_$arm"
 done
@@ -21,6 +23,6 @@ for arm in dpsgd p quantile; do
 done
 run dcsgd_trace results/dcsgd_mnist/trace
 python3 scripts/clip_tables.py
-for d in results/adaclip_mnist_logreg/{dpsgd,adaclip} results/dcsgd_mnist/{grid,tuned}_* results/dcsgd_mnist/trace; do
+for d in results/adaclip_mnist_logreg/{dpsgd,adaclip,confirm_dpsgd,confirm_adaclip} results/dcsgd_mnist/{grid,tuned}_* results/dcsgd_mnist/trace; do
     "$dpx" report "$d" > /dev/null
 done

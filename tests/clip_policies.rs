@@ -303,6 +303,10 @@ fn bad_policy_tables_are_one_line_errors() {
         ),
         ("policy = \"automatic\"\nclip_norm = 1.0", "clip.clip_norm"),
         ("policy = \"per_layer\"", "clip.clip_norm"),
+        (
+            "policy = \"quantile\"\n[clip.quantile]\ncount_noise_std = 1e300",
+            "clip.quantile.count_noise_std",
+        ),
     ] {
         let cfg = config(dir.path(), clip, LR);
         dpx()

@@ -1620,9 +1620,12 @@ impl Checker<'_> {
                         "clip.quantile.learning_rate",
                         q.learning_rate.unwrap_or(0.2),
                     )?,
-                    count_noise_std: self.positive(
+                    // Bounded so that the count's multiplier 2σ_b stays finite.
+                    count_noise_std: self.float(
                         "clip.quantile.count_noise_std",
                         q.count_noise_std.unwrap_or(batch / 20.0),
+                        "a number in (0, 1e100]",
+                        |x| x > 0.0 && x <= 1e100,
                     )?,
                 }
             }
