@@ -396,6 +396,32 @@ fn print_plan(exp: &Experiment, out: &Path) {
         p.expected_batch_size,
         exp.spec.seeds
     );
+    if let Some(acc) = &exp.accelerated {
+        let ap = &acc.plan;
+        println!(
+            "accelerated: {:?}, L {:.6}, mu {}, steps {} of {}, batch {} of {}, S1 {}; {}",
+            ap.method,
+            ap.constants.smoothness,
+            ap.constants.strong_convexity,
+            ap.steps,
+            ap.planned_steps,
+            ap.batch_size,
+            ap.dataset_size,
+            ap.l1_sensitivity,
+            acc.optimum_note
+        );
+        println!(
+            "privacy: pure epsilon {} (Laplace, delta 0), laplace_scale first {:.6}, last {:.6}",
+            ap.epsilon,
+            ap.laplace_scale_at(0),
+            ap.laplace_scale_at(ap.scales.len().saturating_sub(1))
+        );
+        for w in &ap.warnings {
+            eprintln!("warning: {w}");
+        }
+        println!("output: {}", out.display());
+        return;
+    }
     match &p.privacy {
         Some(pp) => {
             let how = if pp.calibrated { "calibrated" } else { "given" };

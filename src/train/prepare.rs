@@ -44,6 +44,8 @@ pub struct Experiment {
     pub data: PreparedData,
     pub model: Model,
     pub plan: TrainingPlan,
+    /// `[accelerated]` runs: the problem, F* and the accelerated plan.
+    pub accelerated: Option<super::accelerated::AcceleratedExperiment>,
 }
 
 impl Experiment {
@@ -54,11 +56,18 @@ impl Experiment {
         let model = build_model(&spec, &data)?;
         spec.check_against_data(data.train.len(), data.train.num_features())?;
         let plan = TrainingPlan::new(&spec, data.train.len())?;
+        let accelerated = match &spec.accelerated {
+            Some(acc) => Some(super::accelerated::AcceleratedExperiment::build(
+                &spec, acc, &data, data_dir,
+            )?),
+            None => None,
+        };
         Ok(Experiment {
             spec,
             data,
             model,
             plan,
+            accelerated,
         })
     }
 }
