@@ -84,8 +84,9 @@ fn recorded_events_equal_the_planned_events_and_spend_epsilon() {
         let sum: f64 = plan.step_epsilons.iter().sum();
         assert!((sum - plan.epsilon).abs() < 1e-12, "{name}: {sum}");
         assert_eq!(res.summary.epsilon, Some(eps));
-        // RDP is reported beside the pure ε for full batch only.
-        assert_eq!(res.summary.epsilon_rdp.is_some(), batch == 2000, "{name}");
+        // The RDP accountant's ε of the same releases is reported beside the pure ε.
+        let rdp = res.summary.epsilon_rdp.unwrap();
+        assert!(rdp.is_finite() && rdp > 0.0, "{name}: {rdp}");
     }
 }
 

@@ -268,8 +268,8 @@ impl AcceleratedPlan {
     }
 
     /// ε at `rdp_delta` of the same events under the RDP accountant (Laplace RDP, Mironov 2017
-    /// Prop. 6), or the reason it cannot be computed (the RDP of Laplace on a batch sampled
-    /// without replacement is not implemented).
+    /// Prop. 6; on a batch sampled without replacement, the bound of Wang, Balle and
+    /// Kasiviswanathan 2019, Thm. 9), or the reason it cannot be computed.
     pub fn rdp_epsilon_of(&self, ledger: &EventLedger) -> Result<f64, AccountingError> {
         let mut acc = new_accountant(AccountantKind::Rdp, &Self::options())?;
         acc.compose(&ledger.to_event(), 1)?;

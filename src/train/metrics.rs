@@ -102,8 +102,7 @@ pub struct SummaryRow {
     /// The smoothness constant L of the step size α = c/L.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub smoothness: Option<f64>,
-    /// ε at `rdp_delta` of the same Laplace releases under the RDP accountant (empty where the
-    /// RDP accountant cannot analyse them: sampling without replacement).
+    /// ε at `rdp_delta` of the same Laplace releases under the RDP accountant.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub epsilon_rdp: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
