@@ -278,3 +278,64 @@ fn bad_configs_and_data_get_clear_errors() {
     assert_eq!(exp.accelerated.as_ref().unwrap().plan.l1_sensitivity, 10.0);
     train(&exp, 0);
 }
+
+#[test]
+fn account_config_prints_the_plan_of_an_accelerated_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(
+        dir.path(),
+        "acct",
+        "method = \"nesterov\"\nepsilon = 1.0\nnoise_dividing = true",
+        200,
+        300,
+    );
+    let out = assert_cmd::Command::cargo_bin("dpx")
+        .unwrap()
+        .args(["account", "--config"])
+        .arg(&cfg)
+        .arg("--json")
+        .env("DPX_DATA_DIR", dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let steps = v["steps"].as_u64().unwrap();
+    assert!(steps < 300);
+    assert!((v["epsilon"].as_f64().unwrap() - 1.0).abs() < 1e-12);
+    let table = v["steps_table"].as_array().unwrap();
+    assert_eq!(table.len() as u64, steps);
+    let last = &table[table.len() - 1];
+    assert!((last["epsilon"].as_f64().unwrap() - 1.0).abs() < 1e-12);
+    // T' minimises the printed score.
+    let scores: Vec<f64> = v["step_scores"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_f64().unwrap())
+        .collect();
+    assert_eq!(scores.len(), 300);
+    let best = scores[steps as usize - 1];
+    assert!(scores.iter().all(|s| *s >= best));
+    assert!(v["epsilon_rdp"].as_f64().unwrap() > 0.0);
+    // A bad key is a one-line error with exit code 2.
+    let bad = config(
+        dir.path(),
+        "bad",
+        "method = \"nesterov\"\nepsilon = -1.0",
+        200,
+        10,
+    );
+    let out = assert_cmd::Command::cargo_bin("dpx")
+        .unwrap()
+        .args(["account", "--config"])
+        .arg(&bad)
+        .env("DPX_DATA_DIR", dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("accelerated.epsilon"));
+}

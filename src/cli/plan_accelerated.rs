@@ -21,6 +21,8 @@ struct StepRow {
     step_size: f64,
     momentum: f64,
     step_epsilon: f64,
+    /// ε0_t = 1/scale_t: the Laplace mechanism's ε on the batch before amplification.
+    batch_epsilon: f64,
     laplace_scale: f64,
     /// Pure ε after this step, from the plan's events.
     epsilon: f64,
@@ -48,6 +50,9 @@ struct AcceleratedReport {
     epsilon_guaranteed: bool,
     warnings: Vec<String>,
     steps_table: Vec<StepRow>,
+    /// The T' score a_{τ,0}E_0 + d(S1/(nε))²(Σ_t a_{τ,t}^{1/3})³ for τ = 1..T (empty without
+    /// `accelerated.select_steps`).
+    step_scores: Vec<f64>,
 }
 
 /// Print the plan of `acc` (text, or JSON with every step).
@@ -70,6 +75,7 @@ pub fn run(
             step_size: sp.alpha,
             momentum: sp.beta,
             step_epsilon: p.step_epsilons[t],
+            batch_epsilon: 1.0 / p.scales[t],
             laplace_scale: p.laplace_scale_at(t),
             epsilon: f64::NAN,
         });
@@ -111,6 +117,7 @@ pub fn run(
         optimum_objective: acc.optimum_objective,
         epsilon_guaranteed: p.epsilon_guaranteed,
         warnings: p.warnings.clone(),
+        step_scores: p.log_scores.iter().map(|l| l.exp()).collect(),
         steps_table: if json {
             rows
         } else {
@@ -148,14 +155,40 @@ pub fn run(
         (None, Some(why)) => println!("accountant rdp: not available ({why})"),
         (None, None) => {}
     }
+    if let (Some(first), Some(chosen), Some(last)) = (
+        report.step_scores.first(),
+        report
+            .step_scores
+            .get(report.steps.saturating_sub(1) as usize),
+        report.step_scores.last(),
+    ) {
+        println!(
+            "steps chosen by the error bound: T' = {} (score {first:.6e} at 1, {chosen:.6e} at T', {last:.6e} at T = {}; --json lists every score)",
+            report.steps, report.planned_steps
+        );
+    }
     println!(
-        "{:>6} {:>5} {:>10} {:>8} {:>12} {:>13} {:>10}",
-        "step", "stage", "step_size", "momentum", "step_epsilon", "laplace_scale", "epsilon"
+        "{:>6} {:>5} {:>10} {:>8} {:>12} {:>13} {:>13} {:>10}",
+        "step",
+        "stage",
+        "step_size",
+        "momentum",
+        "step_epsilon",
+        "batch_epsilon",
+        "laplace_scale",
+        "epsilon"
     );
     for r in &report.steps_table {
         println!(
-            "{:>6} {:>5} {:>10.6} {:>8.6} {:>12.6e} {:>13.6} {:>10.6}",
-            r.step, r.stage, r.step_size, r.momentum, r.step_epsilon, r.laplace_scale, r.epsilon
+            "{:>6} {:>5} {:>10.6} {:>8.6} {:>12.6e} {:>13.6e} {:>13.6} {:>10.6}",
+            r.step,
+            r.stage,
+            r.step_size,
+            r.momentum,
+            r.step_epsilon,
+            r.batch_epsilon,
+            r.laplace_scale,
+            r.epsilon
         );
     }
     if !report.epsilon_guaranteed {
@@ -174,6 +207,7 @@ fn empty() -> StepRow {
         step_size: 0.0,
         momentum: 0.0,
         step_epsilon: 0.0,
+        batch_epsilon: 0.0,
         laplace_scale: 0.0,
         epsilon: 0.0,
     }

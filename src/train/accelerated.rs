@@ -87,6 +87,8 @@ pub struct AcceleratedPlan {
     pub rdp_delta: f64,
     /// x_0.
     pub init_value: f64,
+    /// ln score(τ) of the T' choice for τ = 1..T (Remark 4.1; empty without `select_steps`).
+    pub log_scores: Vec<f64>,
     /// False when an assumption of the guarantee fails (see `warnings`).
     pub epsilon_guaranteed: bool,
     pub warnings: Vec<String>,
@@ -160,6 +162,7 @@ impl AcceleratedPlan {
             })
         };
         let l1_sensitivity = acc.sensitivity.l1_sensitivity();
+        let mut log_scores = Vec::new();
         let step_epsilons = if acc.noise_dividing {
             let alphas: Vec<f64> = schedule.iter().map(|p| p.alpha).collect();
             let stage_ids: Vec<u32> = schedule.iter().map(|p| p.stage).collect();
@@ -174,15 +177,15 @@ impl AcceleratedPlan {
                 },
             };
             let steps = if acc.select_steps {
-                bound
-                    .select_steps(&ScoreInputs {
-                        e0: acc.initial_error,
-                        dim: train.dim(),
-                        l1_sensitivity,
-                        n: n as f64,
-                        epsilon: acc.epsilon,
-                    })
-                    .map_err(budget)?
+                let score = ScoreInputs {
+                    e0: acc.initial_error,
+                    dim: train.dim(),
+                    l1_sensitivity,
+                    n: n as f64,
+                    epsilon: acc.epsilon,
+                };
+                log_scores = bound.log_scores(&score).map_err(budget)?;
+                bound.select_steps(&score).map_err(budget)?
             } else {
                 planned_steps
             };
@@ -229,6 +232,7 @@ impl AcceleratedPlan {
             epsilon: acc.epsilon,
             rdp_delta: acc.rdp_delta,
             init_value: acc.init_value,
+            log_scores,
             epsilon_guaranteed: warnings.is_empty(),
             warnings,
         })
