@@ -302,7 +302,12 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .num_threads(threads)
         .build()
         .map_err(|e| bad_input(anyhow::anyhow!("--threads {threads}: {e}")))?;
-    let progress = Progress::new(&todo, plan.steps, args.quiet);
+    // An accelerated run may stop at T' < train.steps (the noise-dividing step choice).
+    let total_steps = exp
+        .accelerated
+        .as_ref()
+        .map_or(plan.steps, |a| a.plan.steps);
+    let progress = Progress::new(&todo, total_steps, args.quiet);
     let results: Vec<(u64, anyhow::Result<Option<SeedStatus>>)> = pool.install(|| {
         todo.par_iter()
             .map(|&seed| {
