@@ -64,6 +64,9 @@ struct PlanReport<'a> {
 /// Run `dpx account --config`.
 pub fn run(config: &Path, data_dir: Option<&Path>, json: bool) -> anyhow::Result<ExitCode> {
     let exp = build_experiment(config, data_dir)?;
+    if let Some(acc) = &exp.accelerated {
+        return super::plan_accelerated::run(config, &exp, acc, json);
+    }
     let plan = &exp.plan;
     let privacy = plan.privacy.as_ref();
     let mut epochs = Vec::new();

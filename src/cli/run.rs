@@ -302,7 +302,12 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .num_threads(threads)
         .build()
         .map_err(|e| bad_input(anyhow::anyhow!("--threads {threads}: {e}")))?;
-    let progress = Progress::new(&todo, plan.steps, args.quiet);
+    // An accelerated run may stop at T' < train.steps (the noise-dividing step choice).
+    let total_steps = exp
+        .accelerated
+        .as_ref()
+        .map_or(plan.steps, |a| a.plan.steps);
+    let progress = Progress::new(&todo, total_steps, args.quiet);
     let results: Vec<(u64, anyhow::Result<Option<SeedStatus>>)> = pool.install(|| {
         todo.par_iter()
             .map(|&seed| {
@@ -396,6 +401,32 @@ fn print_plan(exp: &Experiment, out: &Path) {
         p.expected_batch_size,
         exp.spec.seeds
     );
+    if let Some(acc) = &exp.accelerated {
+        let ap = &acc.plan;
+        println!(
+            "accelerated: {:?}, L {:.6}, mu {}, steps {} of {}, batch {} of {}, S1 {}; {}",
+            ap.method,
+            ap.constants.smoothness,
+            ap.constants.strong_convexity,
+            ap.steps,
+            ap.planned_steps,
+            ap.batch_size,
+            ap.dataset_size,
+            ap.l1_sensitivity,
+            acc.optimum_note
+        );
+        println!(
+            "privacy: pure epsilon {} (Laplace, delta 0), laplace_scale first {:.6}, last {:.6}",
+            ap.epsilon,
+            ap.laplace_scale_at(0),
+            ap.laplace_scale_at(ap.scales.len().saturating_sub(1))
+        );
+        for w in &ap.warnings {
+            eprintln!("warning: {w}");
+        }
+        println!("output: {}", out.display());
+        return;
+    }
     match &p.privacy {
         Some(pp) => {
             let how = if pp.calibrated { "calibrated" } else { "given" };

@@ -379,11 +379,21 @@ fn build_points(
                 spec.check_against_data(d.train.len(), d.train.num_features())
                     .map_err(bad_input)?;
                 let plan = TrainingPlan::new(&spec, d.train.len()).map_err(map_train)?;
+                let accelerated = match &spec.accelerated {
+                    Some(acc) => Some(
+                        crate::train::accelerated::AcceleratedExperiment::build(
+                            &spec, acc, &d, data_dir,
+                        )
+                        .map_err(map_train)?,
+                    ),
+                    None => None,
+                };
                 Ok(Experiment {
                     spec,
                     data: d,
                     model,
                     plan,
+                    accelerated,
                 })
             })();
             (i, r)

@@ -7,13 +7,17 @@
 //! stages of ripgrep's low/high args; linfa's checked params). Must not interpret values.
 //!
 //! Sections: `[experiment]`, `[data]` (+ `[data.synthetic]`), `[model]` (+ `[[model.layers]]`),
-//! `[train]` (+ `[train.lr_schedule]`), `[clip]`, `[noise]`, `[privacy]`, `[output]`.
+//! `[train]` (+ `[train.lr_schedule]`), `[clip]`, `[noise]`, `[privacy]`, `[output]`,
+//! `[accelerated]`.
 //! A policy or schedule with parameters of its own gets a sub-table named after it (e.g. the
 //! planned `[clip.adaclip]`), so adding one means adding one optional field here.
 
 use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
+use super::kinds::{
+    AcceleratedMethodKind, BoundConstantsKind, L1SensitivityKind, LaplaceParameterKind,
+};
 use super::kinds::{
     Activation, AdaclipInitialStd, AdaclipVarianceScale, Architecture, ClipPolicyKind, DatasetName,
     LayerKind, LayerSplitKind, LrScheduleKind, NoiseScheduleKind, NormSource, OptimizerKind,
@@ -42,6 +46,9 @@ pub struct RawConfig {
     pub privacy: RawPrivacy,
     #[serde(default)]
     pub output: RawOutput,
+    /// `[accelerated]`: present only for the accelerated DP methods.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accelerated: Option<RawAccelerated>,
 }
 
 /// `[experiment]`.
@@ -470,6 +477,54 @@ pub struct RawOutput {
     pub dir: Option<String>,
 }
 
+/// `[accelerated]`: the accelerated DP methods of Kuru et al. 2020 (docs/config.md).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAccelerated {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub method: Option<AcceleratedMethodKind>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub epsilon: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step_constant: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub smoothness: Option<RawNumberOrWord>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub momentum: Option<RawNumberOrWord>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub noise_dividing: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub select_steps: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bound_constants: Option<BoundConstantsKind>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub initial_error: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub init_value: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sensitivity: Option<L1SensitivityKind>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub feature_l1_bound: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub l1_clip_norm: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub laplace_parameter: Option<LaplaceParameterKind>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub masg_p: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub masg_first_stage: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rdp_delta: Option<f64>,
+}
+
+/// A key that takes a number or a word (`accelerated.smoothness = "gram"` or `= 5.1`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum RawNumberOrWord {
+    Number(f64),
+    Word(String),
+}
+
 /// The accountant names are those of `AccountantKind` on the command line (`rdp`, `pld`, ...),
 /// so a new accountant is accepted here without a change to this room.
 fn de_accountant<'de, D: Deserializer<'de>>(d: D) -> Result<Option<AccountantKind>, D::Error> {
@@ -655,6 +710,25 @@ impl RawConfig {
             output: RawOutput {
                 dir: Some("results/every_key".into()),
             },
+            accelerated: Some(RawAccelerated {
+                method: Some(AcceleratedMethodKind::Nesterov),
+                epsilon: Some(1.0),
+                step_constant: Some(1.0),
+                smoothness: Some(RawNumberOrWord::Word("gram".into())),
+                momentum: Some(RawNumberOrWord::Word("strongly_convex".into())),
+                noise_dividing: Some(true),
+                select_steps: Some(true),
+                bound_constants: Some(BoundConstantsKind::Code),
+                initial_error: Some(10.0),
+                init_value: Some(10.0),
+                sensitivity: Some(L1SensitivityKind::L1Clip),
+                feature_l1_bound: Some(20.0),
+                l1_clip_norm: Some(20.0),
+                laplace_parameter: Some(LaplaceParameterKind::Scale),
+                masg_p: Some(1),
+                masg_first_stage: Some(89),
+                rdp_delta: Some(1e-6),
+            }),
         }
     }
 }

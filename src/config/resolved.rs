@@ -6,11 +6,14 @@
 //! any value: it only spells out what the spec holds.
 
 use super::kinds::LayerKind;
+use super::kinds::{AcceleratedMethodKind, L1SensitivityKind};
 use super::raw::{
     AutoWord, RawAdaclip, RawAdagradNorm, RawAdam, RawAutomatic, RawClip, RawConfig, RawData,
     RawDcsgd, RawDecay, RawExperiment, RawLayer, RawLrSchedule, RawModel, RawNoise, RawOutput,
     RawPerLayer, RawPrivacy, RawQuantile, RawSeeds, RawSynthetic, RawThreads, RawTrain,
 };
+use super::raw::{RawAccelerated, RawNumberOrWord};
+use super::spec::{AcceleratedSpec, MomentumSpec, SensitivitySpec, SmoothnessSpec};
 use super::spec::{
     Budget, ClipSpec, DataSource, Every, ExperimentSpec, LayerSpec, LrSchedule, ModelArchitecture,
     NoiseSchedule, OptimizerSpec, Sampler, SyntheticSpec, TestSet, Threads, TrainLength,
@@ -112,6 +115,7 @@ impl ExperimentSpec {
             output: RawOutput {
                 dir: Some(path_string(&self.output.dir)),
             },
+            accelerated: self.accelerated.as_ref().map(raw_accelerated),
         }
     }
 
@@ -474,5 +478,50 @@ fn raw_layer(l: &LayerSpec) -> RawLayer {
         },
         LayerSpec::Relu => base(LayerKind::Relu),
         LayerSpec::Tanh => base(LayerKind::Tanh),
+    }
+}
+
+/// `[accelerated]` with every applicable key explicit.
+fn raw_accelerated(a: &AcceleratedSpec) -> RawAccelerated {
+    let (feature_l1_bound, l1_clip_norm) = match a.sensitivity {
+        SensitivitySpec::FeatureBound { feature_l1_bound } => (Some(feature_l1_bound), None),
+        SensitivitySpec::L1Clip { l1_clip_norm } => (None, Some(l1_clip_norm)),
+    };
+    let masg = a.method == AcceleratedMethodKind::Masg;
+    RawAccelerated {
+        method: Some(a.method),
+        epsilon: Some(a.epsilon),
+        step_constant: Some(a.step_constant),
+        smoothness: Some(match a.smoothness {
+            SmoothnessSpec::Gram => RawNumberOrWord::Word("gram".into()),
+            SmoothnessSpec::Logistic => RawNumberOrWord::Word("logistic".into()),
+            SmoothnessSpec::Value(l) => RawNumberOrWord::Number(l),
+        }),
+        momentum: match (a.method, a.momentum) {
+            (AcceleratedMethodKind::Gd, _) => None,
+            (_, MomentumSpec::StronglyConvex) => {
+                Some(RawNumberOrWord::Word("strongly_convex".into()))
+            }
+            (_, MomentumSpec::Value(b)) => Some(RawNumberOrWord::Number(b)),
+        },
+        noise_dividing: Some(a.noise_dividing),
+        select_steps: a.noise_dividing.then_some(a.select_steps),
+        bound_constants: a.noise_dividing.then_some(a.bound_constants),
+        initial_error: a.noise_dividing.then_some(a.initial_error),
+        init_value: Some(a.init_value),
+        sensitivity: Some(match a.sensitivity {
+            SensitivitySpec::FeatureBound { .. } => L1SensitivityKind::FeatureBound,
+            SensitivitySpec::L1Clip { .. } => L1SensitivityKind::L1Clip,
+        }),
+        feature_l1_bound,
+        l1_clip_norm,
+        laplace_parameter: Some(a.laplace_parameter),
+        masg_p: masg.then_some(i64::from(a.masg_p)),
+        masg_first_stage: if masg {
+            a.masg_first_stage.map(int)
+        } else {
+            None
+        },
+        rdp_delta: Some(a.rdp_delta),
     }
 }

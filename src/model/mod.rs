@@ -12,6 +12,7 @@
 //! Threads: every kernel runs on the current rayon pool (see [`with_threads`]); work is split by
 //! example or by output block only, so results are bit-identical for any thread count.
 
+pub mod binary_logistic;
 pub mod kernels;
 pub mod linalg;
 pub mod loss;

@@ -6,6 +6,7 @@
 //! Rules are immutable values and state is explicit (after burn's `Optimizer::step`): the same
 //! rule can drive several seeds, and `lr` arrives per step from a schedule in [`lr`].
 
+pub mod accelerated;
 pub mod lr;
 
 use ndarray::{Array1, ArrayView1};

@@ -8,6 +8,8 @@
 //! - [`normal`]: fast bulk standard normals (xoshiro256++ and a ziggurat), deterministic per seed.
 //! - [`schedule`]: noise-multiplier shapes s_t over the steps (σ_t = κ·s_t).
 //! - [`secure_rng`]: the OS-seeded ChaCha20 noise source of `privacy.secure_noise = true`.
+//! - [`noise_dividing`]: the per-step ε_t / Laplace scales b_t of the accelerated methods
+//!   (uniform or the cube-root split) and the exact inversion of subsampling amplification.
 //! - [`clip`]: clipping policies (flat, ...) that turn per-sample gradients into a [`clip::Release`].
 //!
 //! Walls: this room never imports `model` or `train`. Maths here is `f64`.
@@ -17,6 +19,7 @@ pub mod calibrate;
 pub mod clip;
 pub mod event;
 pub mod mechanism;
+pub mod noise_dividing;
 pub mod normal;
 pub mod schedule;
 pub mod secure_rng;

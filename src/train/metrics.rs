@@ -44,6 +44,29 @@ pub struct MetricsRow {
     /// The true fraction of examples clipped over the steps since the previous evaluation,
     /// computed from the raw per-sample norms: a diagnostic that is NOT differentially private.
     pub clipped_fraction_nonprivate: Option<f64>,
+    /// Accelerated methods only (these columns are absent from other runs' CSVs; the per-step
+    /// columns hold the last step's values, the first step's at step 0, as `lr` does):
+    /// F(x_t), the training objective with its penalty.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub objective: Option<f64>,
+    /// F(x_t) − F*, F* from the non-private solver.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub excess_risk: Option<f64>,
+    /// b_t of the last step: the Laplace scale added to each coordinate of the batch mean.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub laplace_scale: Option<f64>,
+    /// ε_t of the last step.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step_epsilon: Option<f64>,
+    /// α_t of the last step.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step_size: Option<f64>,
+    /// β_t of the last step.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub momentum: Option<f64>,
+    /// MASG stage of the last step.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stage: Option<u32>,
 }
 
 /// How a seed ended.
@@ -81,4 +104,18 @@ pub struct SummaryRow {
     pub noise_mode: String,
     /// Wall-clock seconds of this seed (the only column that varies between identical runs).
     pub seconds: f64,
+    /// Accelerated methods only (absent from other runs' CSVs): the last row's F(x) − F*.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub final_excess_risk: Option<f64>,
+    /// F*.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub optimum_objective: Option<f64>,
+    /// The smoothness constant L of the step size α = c/L.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub smoothness: Option<f64>,
+    /// ε at `rdp_delta` of the same Laplace releases under the RDP accountant.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub epsilon_rdp: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rdp_delta: Option<f64>,
 }

@@ -7,11 +7,14 @@
 //!   so what it prints is what a run records.
 //! - [`run`]: the step loop of one seed, evaluation, metrics rows and the seed's summary.
 //! - [`metrics`]: the rows written to `metrics.csv` and `summary.csv`.
+//! - [`accelerated`]: `[accelerated]` runs (Kuru et al. 2020): their plan (α_t, β_t, ε_t, Laplace
+//!   scales, T'), F* and their step loop, which `run::train_seed` hands over to.
 //!
 //! This is the one room that sees every other (config, data, model, privacy, optim); it holds
 //! no maths of its own beyond wiring: clipping and noise are formed in `privacy`, gradients in
 //! `model`, updates in `optim`.
 
+pub mod accelerated;
 pub mod metrics;
 pub mod plan;
 pub mod prepare;

@@ -44,6 +44,8 @@ pub struct Experiment {
     pub data: PreparedData,
     pub model: Model,
     pub plan: TrainingPlan,
+    /// `[accelerated]` runs: the problem, F* and the accelerated plan.
+    pub accelerated: Option<super::accelerated::AcceleratedExperiment>,
 }
 
 impl Experiment {
@@ -68,11 +70,18 @@ impl Experiment {
                 reason: e.to_string(),
             })?;
         }
+        let accelerated = match &spec.accelerated {
+            Some(acc) => Some(super::accelerated::AcceleratedExperiment::build(
+                &spec, acc, &data, data_dir,
+            )?),
+            None => None,
+        };
         Ok(Experiment {
             spec,
             data,
             model,
             plan,
+            accelerated,
         })
     }
 }

@@ -145,6 +145,9 @@ pub fn train_seed(
     observer: &dyn Observer,
     cancel: &AtomicBool,
 ) -> Result<SeedEnd, TrainError> {
+    if let Some(acc) = &exp.accelerated {
+        return super::accelerated::train_seed(exp, acc, seed, observer, cancel);
+    }
     let started = Instant::now();
     let plan = &exp.plan;
     let model = &exp.model;
@@ -226,6 +229,13 @@ pub fn train_seed(
                 .then(|| window.private_sum / window.private_steps as f64),
             clipped_fraction_nonprivate: (window.examples > 0)
                 .then(|| window.clipped as f64 / window.examples as f64),
+            objective: None,
+            excess_risk: None,
+            laplace_scale: None,
+            step_epsilon: None,
+            step_size: None,
+            momentum: None,
+            stage: None,
         })
     };
 
@@ -384,6 +394,11 @@ pub fn train_seed(
             (Some(_), NoiseSource::Secure(_)) => "secure".into(),
         },
         seconds: started.elapsed().as_secs_f64(),
+        final_excess_risk: None,
+        optimum_objective: None,
+        smoothness: None,
+        epsilon_rdp: None,
+        rdp_delta: None,
     };
     Ok(SeedEnd::Finished(Box::new(SeedResult {
         rows,

@@ -25,6 +25,8 @@
 //!   ⌊α⌋ and ⌈α⌉ (their Cor. 10). dp_accounting additionally tightens the j ≥ 3 terms with
 //!   forward differences for α ≤ 256; dpx uses the plain bound, so it can be slightly larger
 //!   (more conservative) there.
+//! - Laplace on a batch sampled without replacement (replace one): the same Thm. 9 of Wang,
+//!   Balle, Kasiviswanathan 2019 with ε(∞) = 1/scale (Laplace is pure DP), see [`rdp_wor_laplace`].
 //! - Composition: RDP vectors add (Mironov 2017 Prop. 1), also across heterogeneous steps.
 //! - Conversion to (ε, δ): Balle, Barthe, Gaboardi, Hsu, Sato 2020 ("Hypothesis testing
 //!   interpretations and Rényi DP", Thm. 21), exactly as dp_accounting's `compute_epsilon` /
@@ -539,6 +541,59 @@ pub fn rdp_wor_gaussian(q: f64, sigma: f64, alpha: f64) -> f64 {
     ((1.0 - t) * x + t * y) / (alpha - 1.0)
 }
 
+/// Upper bound on the cumulant (α−1)·RDP(α) at an integer order α ≥ 2 of the Laplace mechanism
+/// with pure-DP parameter `eps` = 1/scale on a batch sampled without replacement, replace-one
+/// relation (Wang, Balle, Kasiviswanathan 2019, Thm. 9 with ε(∞) = `eps`, the pure-DP parameter):
+/// A ≤ 1 + C(α,2) q² min{4(e^{ε(2)} − 1), e^{ε(2)} min{2, (e^{ε(∞)} − 1)²}}
+///       + Σ_{j=3}^{α} C(α,j) q^j e^{(j−1)ε(j)} min{2, (e^{ε(∞)} − 1)^j},
+/// where ε(j) is the Laplace RDP ([`rdp_laplace`]).
+fn cgf_wor_laplace_int(q: f64, eps: f64, alpha: u64) -> f64 {
+    if alpha == 1 {
+        return 0.0;
+    }
+    let ln_q = q.ln();
+    let ln_em1 = eps.exp_m1().ln();
+    let ln_min = |j: f64| 2f64.ln().min(j * ln_em1);
+    let e2 = rdp_laplace(eps, 2.0);
+    let mut terms = Vec::with_capacity(alpha as usize);
+    terms.push(0.0);
+    let second = (4f64.ln() + ln_expm1(e2)).min(e2 + ln_min(2.0));
+    terms.push(2.0 * ln_q + ln_binom(alpha, 2) + second);
+    for j in 3..=alpha {
+        let jf = j as f64;
+        terms.push(ln_min(jf) + (jf - 1.0) * rdp_laplace(eps, jf) + jf * ln_q + ln_binom(alpha, j));
+    }
+    log_sum_exp(&terms)
+}
+
+/// Upper bound on the RDP at order `alpha` of the Laplace mechanism (`eps` = 1/scale) on a batch
+/// drawn without replacement with q = batch/dataset, replace one (Wang, Balle, Kasiviswanathan
+/// 2019, Thm. 9; fractional orders interpolate the cumulant linearly, their Cor. 10).
+pub fn rdp_wor_laplace(q: f64, eps: f64, alpha: f64) -> f64 {
+    if q == 0.0 {
+        return 0.0;
+    }
+    if q == 1.0 {
+        return rdp_laplace(eps, alpha);
+    }
+    if eps.is_infinite() || alpha.is_infinite() {
+        return f64::INFINITY;
+    }
+    if alpha < 2.0 {
+        // Below order 2 the bound at order 2 holds (RDP is non-decreasing in α).
+        return cgf_wor_laplace_int(q, eps, 2);
+    }
+    if alpha.fract() == 0.0 {
+        return cgf_wor_laplace_int(q, eps, alpha as u64) / (alpha - 1.0);
+    }
+    let lo = alpha.floor();
+    let hi = alpha.ceil();
+    let t = alpha - lo;
+    let x = cgf_wor_laplace_int(q, eps, lo as u64);
+    let y = cgf_wor_laplace_int(q, eps, hi as u64);
+    ((1.0 - t) * x + t * y) / (alpha - 1.0)
+}
+
 /// The (ε, δ) conversion's per-order ε (before the minimum over orders); non-decreasing in `rdp`.
 pub fn epsilon_at_order(alpha: f64, rdp: f64, delta: f64, conversion: RdpConversion) -> f64 {
     if rdp.is_nan() {
@@ -644,6 +699,8 @@ pub enum RdpKernel {
     Laplace { eps: f64 },
     /// Poisson-subsampled Laplace (add/remove one).
     PoissonLaplace { q: f64, eps: f64 },
+    /// Laplace on a batch sampled without replacement (replace one), q = batch/dataset.
+    WorLaplace { q: f64, eps: f64 },
 }
 
 impl RdpKernel {
@@ -655,6 +712,7 @@ impl RdpKernel {
             RdpKernel::WorGaussian { q, sigma } => rdp_wor_gaussian(q, sigma, alpha),
             RdpKernel::Laplace { eps } => rdp_laplace(eps, alpha),
             RdpKernel::PoissonLaplace { q, eps } => rdp_poisson_laplace(q, eps, alpha),
+            RdpKernel::WorLaplace { q, eps } => rdp_wor_laplace(q, eps, alpha),
         }
     }
 
@@ -665,7 +723,9 @@ impl RdpKernel {
             RdpKernel::Gaussian { .. }
             | RdpKernel::PoissonGaussian { .. }
             | RdpKernel::Laplace { .. } => true,
-            RdpKernel::WorGaussian { .. } | RdpKernel::PoissonLaplace { .. } => false,
+            RdpKernel::WorGaussian { .. }
+            | RdpKernel::PoissonLaplace { .. }
+            | RdpKernel::WorLaplace { .. } => false,
         }
     }
 }
@@ -695,6 +755,7 @@ fn kernel_key(kernel: &RdpKernel) -> [u64; 3] {
         RdpKernel::WorGaussian { q, sigma } => [2, q.to_bits(), sigma.to_bits()],
         RdpKernel::Laplace { eps } => [3, 0, eps.to_bits()],
         RdpKernel::PoissonLaplace { q, eps } => [4, q.to_bits(), eps.to_bits()],
+        RdpKernel::WorLaplace { q, eps } => [5, q.to_bits(), eps.to_bits()],
     }
 }
 
@@ -1071,6 +1132,26 @@ impl RdpAccountant {
                     ));
                 }
                 let q = *batch_size as f64 / *dataset_size as f64;
+                if let DpEvent::Laplace { scale } = **inner {
+                    if q == 0.0 || mult == 0 {
+                        return Ok(());
+                    }
+                    if scale == 0.0 {
+                        out.non_private = true;
+                    } else if q == 1.0 {
+                        out.kernels
+                            .push((RdpKernel::Laplace { eps: 1.0 / scale }, mult));
+                    } else {
+                        out.kernels.push((
+                            RdpKernel::WorLaplace {
+                                q,
+                                eps: 1.0 / scale,
+                            },
+                            mult,
+                        ));
+                    }
+                    return Ok(());
+                }
                 match effective_gaussian_noise_multiplier(inner) {
                     Ok(None) => Ok(()),
                     Ok(Some(sigma)) => {
@@ -1086,7 +1167,7 @@ impl RdpAccountant {
                     }
                     Err(bad) => Err(self.unsupported(
                         bad,
-                        "inside SampledWithoutReplacement only Gaussians (possibly composed) are supported",
+                        "inside SampledWithoutReplacement only Gaussians (possibly composed) or a single Laplace are supported",
                     )),
                 }
             }
@@ -1507,6 +1588,27 @@ mod tests {
             RdpConversion::Improved,
         );
         assert!(err.is_err());
+    }
+
+    #[test]
+    fn laplace_without_replacement_is_bounded_and_amplified() {
+        // q = 1 is the plain Laplace RDP; for q < 1 the bound is below the unsampled RDP and
+        // shrinks with q; it is never negative.
+        let eps = 0.7;
+        for alpha in [1.5, 2.0, 3.0, 8.0, 32.0] {
+            assert_eq!(rdp_wor_laplace(1.0, eps, alpha), rdp_laplace(eps, alpha));
+            let a = rdp_wor_laplace(0.01, eps, alpha);
+            let b = rdp_wor_laplace(0.1, eps, alpha);
+            assert!(
+                a >= 0.0 && a < b && b < rdp_laplace(eps, alpha),
+                "{alpha}: {a} {b}"
+            );
+        }
+        // Small q: A ≈ 1 + C(α,2) q² min{…}, so RDP(2) ≈ q²·min{4(e^{ε(2)} − 1), e^{ε(2)}(e^ε − 1)²}.
+        let q: f64 = 1e-3;
+        let e2 = rdp_laplace(eps, 2.0);
+        let lead = q * q * (4.0 * e2.exp_m1()).min(e2.exp() * eps.exp_m1().powi(2));
+        assert!((rdp_wor_laplace(q, eps, 2.0) / lead - 1.0).abs() < 1e-3);
     }
 
     #[test]
