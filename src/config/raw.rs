@@ -250,6 +250,8 @@ pub struct RawTrain {
     pub lr_schedule: Option<RawLrSchedule>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub adagrad_norm: Option<RawAdagradNorm>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub eval_train_set: Option<bool>,
 }
 
 /// `[train.adagrad_norm]`: parameters of `optimizer = "adagrad_norm"`.
@@ -484,6 +486,7 @@ impl RawConfig {
                     beta_period: Some(195),
                     norm_source: Some(NormSource::Noisy),
                 }),
+                eval_train_set: Some(false),
             },
             clip: RawClip {
                 policy: Some(ClipPolicyKind::Flat),

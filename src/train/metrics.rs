@@ -33,6 +33,11 @@ pub struct MetricsRow {
     pub test_accuracy: f64,
     pub validation_loss: Option<f64>,
     pub validation_accuracy: Option<f64>,
+    /// Mean loss of the current parameters over the whole training set (`train.eval_train_set`;
+    /// empty otherwise): at the last row, f(θ_T), the dynamic-noise paper's metric. Computed
+    /// without noise: a non-private diagnostic, like the test columns.
+    pub train_set_loss: Option<f64>,
+    pub train_set_accuracy: Option<f64>,
 }
 
 /// How a seed ended.
@@ -68,6 +73,8 @@ pub struct SummaryRow {
     /// `seeded` (reproducible noise), `secure` (OS-seeded cryptographic noise, not
     /// reproducible; `privacy.secure_noise`) or `none` for a non-private run.
     pub noise_mode: String,
+    /// `train_set_loss` of the last evaluation (`train.eval_train_set`; empty otherwise).
+    pub final_train_set_loss: Option<f64>,
     /// Wall-clock seconds of this seed (the only column that varies between identical runs).
     pub seconds: f64,
 }

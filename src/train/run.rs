@@ -189,6 +189,14 @@ pub fn train_seed(
             }
             None => (None, None),
         };
+        let (train_set_loss, train_set_accuracy) = if exp.spec.train.eval_train_set {
+            let (l, a) = eval
+                .on(params, train)
+                .map_err(|e| step_err(step, e.to_string()))?;
+            (Some(l), Some(a))
+        } else {
+            (None, None)
+        };
         let epsilon = match plan.epsilon_of(ledger) {
             None => None,
             Some(r) => Some(r.map_err(|e| step_err(step, e.to_string()))?.epsilon),
@@ -210,6 +218,8 @@ pub fn train_seed(
             test_accuracy,
             validation_loss,
             validation_accuracy,
+            train_set_loss,
+            train_set_accuracy,
         })
     };
 
@@ -356,6 +366,7 @@ pub fn train_seed(
             (Some(_), NoiseSource::Seeded(_)) => "seeded".into(),
             (Some(_), NoiseSource::Secure(_)) => "secure".into(),
         },
+        final_train_set_loss: last.train_set_loss,
         seconds: started.elapsed().as_secs_f64(),
     };
     Ok(SeedEnd::Finished(Box::new(SeedResult {
