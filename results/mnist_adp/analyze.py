@@ -23,10 +23,11 @@ def load(runs):
         path = os.path.join(runs, name, "summary.csv")
         if not os.path.exists(path):
             continue
-        arm, sched, c, eb, ep = name.split("_")
+        # <arm>_<schedule>_c<C>_eb<ε̄>_ep<epochs>[_s<first>-<last>]: extra seeds pool into the point.
+        arm, sched, c, eb, ep = name.split("_")[:5]
         with open(path, newline="") as f:
             rows = list(csv.DictReader(f))
-        out[(arm, float(c[1:]), float(eb[2:]), int(ep[2:]), sched)] = rows
+        out.setdefault((arm, float(c[1:]), float(eb[2:]), int(ep[2:]), sched), []).extend(rows)
     return out
 
 

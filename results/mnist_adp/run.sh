@@ -11,12 +11,16 @@
 # (Not `dpx sweep`: it writes each point's planned RDP curve for the tuning cost, which for the
 # 9375 distinct σ_t of an unrounded ADP schedule took minutes per point on a busy 2-core machine.)
 #
-#   DPX_DATA_DIR=/path/to/datasets results/mnist_adp/run.sh [DPX_BINARY] [PRIORITY]
+#   DPX_DATA_DIR=/path/to/datasets results/mnist_adp/run.sh [DPX_BINARY] [PRIORITY] [FIRST LAST]
 #   PRIORITY 1: ε̄ = 0.8, C = 1, 5 and 40 epochs (the pass criterion); 2: + 20 epochs and C = 4;
 #   3: every point (ε̄ ∈ {0.4, 0.8, 1.6}). Runs already complete are skipped (--resume).
+#   FIRST LAST: run seeds FIRST..=LAST instead of the configs' [0, 1, 2], into <name>_s<FIRST>-<LAST>
+#   (analyze.py pools the seeds of a point's directories), e.g. `... 1 3 9` for 10 seeds.
 set -euo pipefail
 DPX=${1:-target/release/dpx}
 PRIORITY=${2:-3}
+FIRST=${3:-}
+LAST=${4:-}
 cd "$(dirname "$0")/../.."
 OUT=results/mnist_adp/runs
 TMP=$(mktemp -d)
@@ -48,7 +52,13 @@ run_point() { # arm schedule clip ebar epochs
         base=configs/mnist_adp_rdp.toml
     fi
     name=${arm}_${sched}_c${clip}_eb${ebar}_ep${epochs}
+    local seeds="[0, 1, 2]"
+    if [ -n "$FIRST" ]; then
+        seeds="[$(seq -s ', ' "$FIRST" "$LAST")]"
+        name=${name}_s${FIRST}-${LAST}
+    fi
     sed -e "s/^name = .*/name = \"mnist_adp_$name\"/" \
+        -e "s/^seeds = .*/seeds = $seeds/" \
         -e "s/^schedule = .*/schedule = \"$sched\"/" \
         -e "s/^clip_norm = .*/clip_norm = $clip/" \
         -e "s/^epsilon = .*/epsilon = $eps/" \
