@@ -390,3 +390,51 @@ fn bias_corrected_momentum_with_influence_momentum_schedule_trains() {
     let rows = train_rows(&text);
     assert!(rows.last().unwrap().2.is_finite());
 }
+
+#[test]
+fn train_set_loss_is_the_loss_of_the_parameters_at_each_evaluation() {
+    // dynamic_noise.md §6 item 11: the paper compares the final training loss f(θ_T). With
+    // full-batch gradient descent evaluated every step, step t+1's mean batch loss (taken before
+    // its update) is the full training loss at θ_t, which the row of step t reports as
+    // `train_set_loss`.
+    let run = |eval_train_set: bool| {
+        let text = config(
+            300,
+            &format!(
+                "steps = 6\nexpected_batch_size = 300\neval_every_steps = 1\neval_train_set = {eval_train_set}"
+            ),
+            "[clip]\nclip_norm = 4.0\n[noise]\nschedule = \"exponential\"\ndecay = 0.1\n\
+             [privacy]\nepsilon = 4.0\ndelta = 1e-8\naccountant = \"zcdp-paper\"",
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let spec = dpx::config::load_str(&text, &dir.path().join("c.toml")).unwrap();
+        let exp = Experiment::build(spec, dir.path()).unwrap();
+        match train_seed(&exp, 5, &Silent, &AtomicBool::new(false)).unwrap() {
+            SeedEnd::Finished(res) => *res,
+            SeedEnd::Interrupted => panic!("not interrupted"),
+        }
+    };
+    let on = run(true);
+    assert_eq!(on.rows.len(), 7);
+    for w in on.rows.windows(2) {
+        let at_theta_t = w[0].train_set_loss.unwrap();
+        let batch_loss_next = w[1].train_loss.unwrap();
+        assert!(
+            rel(at_theta_t, batch_loss_next) < 1e-6,
+            "{at_theta_t} vs {batch_loss_next}"
+        );
+        assert!(w[0].train_set_accuracy.unwrap() > 0.0);
+    }
+    let last = on.rows.last().unwrap();
+    assert_eq!(on.summary.final_train_set_loss, last.train_set_loss);
+    // The losses move: the check above is not comparing constants.
+    assert_ne!(on.rows[0].train_set_loss, last.train_set_loss);
+    // Off by default: the columns are empty and the run is otherwise the same.
+    let off = run(false);
+    assert!(off.rows.iter().all(|r| r.train_set_loss.is_none()));
+    assert_eq!(off.summary.final_train_set_loss, None);
+    assert_eq!(
+        off.rows.iter().map(|r| r.test_loss).collect::<Vec<_>>(),
+        on.rows.iter().map(|r| r.test_loss).collect::<Vec<_>>()
+    );
+}

@@ -260,6 +260,8 @@ pub struct RawTrain {
     pub adagrad_norm: Option<RawAdagradNorm>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub adam: Option<RawAdam>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub eval_train_set: Option<bool>,
 }
 
 /// `[train.adam]`: parameters of `optimizer = "adam"`.
@@ -643,6 +645,7 @@ impl RawConfig {
                     beta2: Some(0.999),
                     stability_constant: Some(1e-8),
                 }),
+                eval_train_set: Some(false),
             },
             clip: RawClip {
                 policy: Some(ClipPolicyKind::Flat),

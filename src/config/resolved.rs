@@ -354,6 +354,7 @@ impl ExperimentSpec {
                 Threads::Count(n) => RawThreads::Count(int(n)),
             }),
             lr_schedule: Some(raw_lr_schedule(&t.lr_schedule)),
+            eval_train_set: Some(t.eval_train_set),
         }
     }
 }

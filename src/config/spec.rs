@@ -246,6 +246,8 @@ pub struct TrainSpec {
     /// `train.eval_every_epochs` / `train.eval_every_steps`.
     pub eval_every: Every,
     pub threads: Threads,
+    /// `train.eval_train_set`: also evaluate on the whole training set at every evaluation.
+    pub eval_train_set: bool,
 }
 
 /// `train.epochs` or `train.steps`.
@@ -1398,6 +1400,7 @@ impl Checker<'_> {
             lr_schedule,
             eval_every,
             threads,
+            eval_train_set: t.eval_train_set.unwrap_or(false),
         })
     }
 

@@ -44,6 +44,11 @@ pub struct MetricsRow {
     /// The true fraction of examples clipped over the steps since the previous evaluation,
     /// computed from the raw per-sample norms: a diagnostic that is NOT differentially private.
     pub clipped_fraction_nonprivate: Option<f64>,
+    /// Mean loss of the current parameters over the whole training set (`train.eval_train_set`;
+    /// empty otherwise): at the last row, f(θ_T), the dynamic-noise paper's metric. Computed
+    /// without noise: a non-private diagnostic, like the test columns.
+    pub train_set_loss: Option<f64>,
+    pub train_set_accuracy: Option<f64>,
     /// Accelerated methods only (these columns are absent from other runs' CSVs; the per-step
     /// columns hold the last step's values, the first step's at step 0, as `lr` does):
     /// F(x_t), the training objective with its penalty.
@@ -102,6 +107,8 @@ pub struct SummaryRow {
     /// `seeded` (reproducible noise), `secure` (OS-seeded cryptographic noise, not
     /// reproducible; `privacy.secure_noise`) or `none` for a non-private run.
     pub noise_mode: String,
+    /// `train_set_loss` of the last evaluation (`train.eval_train_set`; empty otherwise).
+    pub final_train_set_loss: Option<f64>,
     /// Wall-clock seconds of this seed (the only column that varies between identical runs).
     pub seconds: f64,
     /// Accelerated methods only (absent from other runs' CSVs): the last row's F(x) − F*.

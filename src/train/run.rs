@@ -194,6 +194,14 @@ pub fn train_seed(
             }
             None => (None, None),
         };
+        let (train_set_loss, train_set_accuracy) = if exp.spec.train.eval_train_set {
+            let (l, a) = eval
+                .on(params, train)
+                .map_err(|e| step_err(step, e.to_string()))?;
+            (Some(l), Some(a))
+        } else {
+            (None, None)
+        };
         let epsilon = match plan.epsilon_of(ledger) {
             None => None,
             Some(r) => Some(r.map_err(|e| step_err(step, e.to_string()))?.epsilon),
@@ -236,6 +244,8 @@ pub fn train_seed(
             step_size: None,
             momentum: None,
             stage: None,
+            train_set_loss,
+            train_set_accuracy,
         })
     };
 
@@ -393,6 +403,7 @@ pub fn train_seed(
             (Some(_), NoiseSource::Seeded(_)) => "seeded".into(),
             (Some(_), NoiseSource::Secure(_)) => "secure".into(),
         },
+        final_train_set_loss: last.train_set_loss,
         seconds: started.elapsed().as_secs_f64(),
         final_excess_risk: None,
         optimum_objective: None,
