@@ -14,11 +14,23 @@ use std::process::ExitCode;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
+    restore_default_sigpipe();
     match dpx::cli::run_from_env() {
         Ok(code) => code,
         Err(err) => {
             eprintln!("error: {err:#}");
             ExitCode::from(dpx::cli::exit_code_for(&err))
         }
+    }
+}
+
+/// Rust ignores SIGPIPE, so a `println!` into a closed pipe (`dpx account --all | head -1`)
+/// panics. A command-line tool should end quietly instead, as `cat` does: restore the default
+/// action. Output files are unaffected: they are written atomically (`report::atomic`).
+fn restore_default_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: called first in `main`, before any thread exists; SIG_DFL is a valid action.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }

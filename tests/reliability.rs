@@ -270,3 +270,38 @@ fn every_assumption_check_warns_and_drops_the_guarantee() {
         p.warnings
     );
 }
+
+/// Output into a pipe whose reader has gone (`dpx account --all | head -1`) ends the process
+/// quietly, as for any Unix tool: no panic message and no backtrace on stderr.
+#[test]
+fn a_closed_stdout_pipe_is_not_a_panic() {
+    use std::io::Read;
+    use std::process::{Command as Process, Stdio};
+    let mut child = Process::new(assert_cmd::cargo::cargo_bin("dpx"))
+        .args([
+            "account",
+            "--noise-multiplier",
+            "1.1",
+            "--delta",
+            "1e-5",
+            "--sample-rate",
+            "0.004",
+            "--steps",
+            "1000",
+            "--all",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take()); // the reader goes away before dpx prints
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    child.wait().unwrap();
+    assert!(!stderr.contains("panicked"), "stderr: {stderr}");
+}
