@@ -8,10 +8,9 @@
 
 use ndarray::Array1;
 
-use super::{ClipError, Release, StepRelease};
+use super::{ClipError, StepRelease};
 use crate::grad::PerSampleGradients;
-use crate::privacy::event::DpEvent;
-use crate::privacy::mechanism::{GaussianSource, add_gaussian_noise};
+use crate::privacy::mechanism::GaussianSource;
 
 /// Weights w_i = 1/(‖g_i‖ + γ).
 pub fn automatic_weights(norms: &Array1<f64>, gamma: f64) -> Result<Array1<f64>, ClipError> {
@@ -39,19 +38,8 @@ pub fn step_automatic<R: GaussianSource + ?Sized>(
     let norms = grads.norms();
     let weights = automatic_weights(&norms, gamma)?;
     let clipped = weights.iter().filter(|&&w| w < 1.0).count();
-    let mut sum = grads.weighted_sum(&weights);
-    let noise_std = add_gaussian_noise(sum.view_mut(), noise_multiplier, 1.0, rng)?;
-    Ok(StepRelease {
-        release: Release {
-            sum,
-            events: vec![DpEvent::gaussian(noise_multiplier)],
-        },
-        clip_norm: Some(1.0),
-        noise_std,
-        clipped_fraction_private: None,
-        clipped_count_nonprivate: clipped,
-        batch_size_nonprivate: norms.len(),
-    })
+    let sum = grads.weighted_sum(&weights);
+    StepRelease::gaussian_sum(sum, noise_multiplier, 1.0, clipped, norms.len(), rng)
 }
 
 #[cfg(test)]

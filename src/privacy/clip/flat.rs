@@ -72,19 +72,8 @@ pub fn step_flat<R: GaussianSource + ?Sized>(
     let norms = grads.norms();
     let weights = flat_clip_weights(&norms, clip_norm)?;
     let clipped = norms.iter().filter(|&&n| n > clip_norm).count();
-    let mut sum = grads.weighted_sum(&weights);
-    let noise_std = add_gaussian_noise(sum.view_mut(), noise_multiplier, clip_norm, rng)?;
-    Ok(StepRelease {
-        release: Release {
-            sum,
-            events: vec![DpEvent::gaussian(noise_multiplier)],
-        },
-        clip_norm: Some(clip_norm),
-        noise_std,
-        clipped_fraction_private: None,
-        clipped_count_nonprivate: clipped,
-        batch_size_nonprivate: norms.len(),
-    })
+    let sum = grads.weighted_sum(&weights);
+    StepRelease::gaussian_sum(sum, noise_multiplier, clip_norm, clipped, norms.len(), rng)
 }
 
 #[cfg(test)]

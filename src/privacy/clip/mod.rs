@@ -200,6 +200,39 @@ pub struct StepRelease {
     pub batch_size_nonprivate: usize,
 }
 
+impl StepRelease {
+    /// The release of a policy whose only statistic is the clipped gradient sum: adds
+    /// N(0, (noise_multiplier·sensitivity)² I) to `sum` through `privacy::mechanism` and records
+    /// the one event `Gaussian(noise_multiplier)`. `sensitivity` is the sum's L2 sensitivity
+    /// (C_t; 1 for `automatic`), reported as `clip_norm`.
+    pub(crate) fn gaussian_sum<R: GaussianSource + ?Sized>(
+        mut sum: Array1<f64>,
+        noise_multiplier: f64,
+        sensitivity: f64,
+        clipped_count_nonprivate: usize,
+        batch_size_nonprivate: usize,
+        rng: &mut R,
+    ) -> Result<Self, ClipError> {
+        let noise_std = super::mechanism::add_gaussian_noise(
+            sum.view_mut(),
+            noise_multiplier,
+            sensitivity,
+            rng,
+        )?;
+        Ok(StepRelease {
+            release: Release {
+                sum,
+                events: vec![DpEvent::gaussian(noise_multiplier)],
+            },
+            clip_norm: Some(sensitivity),
+            noise_std,
+            clipped_fraction_private: None,
+            clipped_count_nonprivate,
+            batch_size_nonprivate,
+        })
+    }
+}
+
 impl ClipPolicy {
     /// The policy's name as in `clip.policy`.
     pub fn name(&self) -> &'static str {

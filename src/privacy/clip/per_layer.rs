@@ -11,10 +11,9 @@
 
 use ndarray::Array2;
 
-use super::{ClipError, LayerSplit, Release, StepRelease};
+use super::{ClipError, LayerSplit, StepRelease};
 use crate::grad::PerSampleGradients;
-use crate::privacy::event::DpEvent;
-use crate::privacy::mechanism::{GaussianSource, add_gaussian_noise};
+use crate::privacy::mechanism::GaussianSource;
 
 /// The group clip norms C_k for groups of `sizes` parameters: `equal` C/√K, `by_size` C·√(P_k/P).
 /// Σ_k C_k² = C² in both cases.
@@ -67,25 +66,22 @@ pub fn step_per_layer<R: GaussianSource + ?Sized>(
     let sizes: Vec<usize> = grads.groups().iter().map(|(_, r)| r.len()).collect();
     let group_clip = group_clip_norms(clip_norm, split, &sizes);
     let (weights, clipped) = per_layer_weights(&grads.group_norms(), &group_clip)?;
-    let mut sum = grads.group_weighted_sum(&weights);
-    let noise_std = add_gaussian_noise(sum.view_mut(), noise_multiplier, clip_norm, rng)?;
-    Ok(StepRelease {
-        release: Release {
-            sum,
-            events: vec![DpEvent::gaussian(noise_multiplier)],
-        },
-        clip_norm: Some(clip_norm),
-        noise_std,
-        clipped_fraction_private: None,
-        clipped_count_nonprivate: clipped,
-        batch_size_nonprivate: grads.batch_size(),
-    })
+    let sum = grads.group_weighted_sum(&weights);
+    StepRelease::gaussian_sum(
+        sum,
+        noise_multiplier,
+        clip_norm,
+        clipped,
+        grads.batch_size(),
+        rng,
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::privacy::clip::explicit::ExplicitGradients;
+    use crate::privacy::event::DpEvent;
     use ndarray::{Array2, array};
 
     fn norm(v: &ndarray::Array1<f64>) -> f64 {
