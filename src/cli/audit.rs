@@ -174,15 +174,7 @@ pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
     let seeds: Vec<u64> = (0..args.runs as u64)
         .map(|k| first.wrapping_add(k))
         .collect();
-    let threads = args.threads.unwrap_or_else(|| {
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-    });
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .map_err(|e| bad_input(anyhow::anyhow!("--threads {threads}: {e}")))?;
+    let pool = super::thread_pool(args.threads)?;
     let runs: Vec<CanaryRun> = pool
         .install(|| {
             seeds

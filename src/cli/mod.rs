@@ -62,6 +62,20 @@ pub fn parse_threads(text: &str) -> Result<usize, String> {
     }
 }
 
+/// The rayon pool of a command: `threads` workers, or one per available core when `None`.
+/// A pool that cannot be built is bad input naming `--threads`.
+pub fn thread_pool(threads: Option<usize>) -> anyhow::Result<rayon::ThreadPool> {
+    let threads = threads.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    });
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .map_err(|e| bad_input(anyhow::anyhow!("--threads {threads}: {e}")))
+}
+
 /// dpx: differentially private training experiments, accounting and benchmarks.
 #[derive(Debug, Parser)]
 #[command(name = "dpx", version, about, long_about = None)]

@@ -292,16 +292,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         // Ctrl-C keeps its default behaviour, and completed seeds are still on disk.
         let _ = ctrlc::set_handler(move || cancel.store(true, Ordering::SeqCst));
     }
-    let threads = match (args.threads, exp.spec.train.threads) {
-        (Some(t), _) | (None, Threads::Count(t)) => t,
-        (None, Threads::Auto) => std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1),
-    };
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .map_err(|e| bad_input(anyhow::anyhow!("--threads {threads}: {e}")))?;
+    let pool = super::thread_pool(match (args.threads, exp.spec.train.threads) {
+        (Some(t), _) | (None, Threads::Count(t)) => Some(t),
+        (None, Threads::Auto) => None,
+    })?;
     // An accelerated run may stop at T' < train.steps (the noise-dividing step choice).
     let total_steps = exp
         .accelerated

@@ -477,15 +477,7 @@ fn execute(args: &SweepArgs, sweep: &Sweep, jobs: &[Job], out: &Path) -> anyhow:
         );
     }
 
-    let threads = args.threads.unwrap_or_else(|| {
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-    });
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .map_err(|e| bad_input(anyhow::anyhow!("--threads {threads}: {e}")))?;
+    let pool = super::thread_pool(args.threads)?;
     let data_dir = args
         .data_dir
         .clone()
