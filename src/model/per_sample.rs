@@ -25,12 +25,11 @@
 use std::ops::Range;
 use std::sync::OnceLock;
 
-use ndarray::linalg::general_mat_mul;
 use ndarray::{Array1, Array2, ArrayView2, ArrayViewMut2, Axis, CowArray, Ix2, s};
 use rayon::prelude::*;
 
 use super::kernels::{Window, conv_chunk_examples, im2col_example};
-use super::linalg::gemm;
+use super::linalg::{gemm, gemm_serial};
 use crate::grad::{GradError, PerSampleGradients, check_materialize_budget};
 
 /// Memory allowed for keeping convolutions' per-example weight gradients between the norm pass
@@ -341,9 +340,9 @@ impl PerSampleGradients for BatchGradients<'_> {
 fn conv_example_gradient(
     u: ArrayView2<'_, f32>,
     d: ArrayView2<'_, f32>,
-    mut g: ArrayViewMut2<'_, f32>,
+    g: ArrayViewMut2<'_, f32>,
 ) {
-    general_mat_mul(1.0, &d.t(), &u, 0.0, &mut g);
+    gemm_serial(d.t(), u, 0.0, g);
 }
 
 /// Per example: (‖a_i‖²‖δ_i‖², ‖δ_i‖²), accumulated in f64.
@@ -432,8 +431,8 @@ fn conv_squared_norms(
                         sum_squares_slice(s1.as_slice().unwrap_or(&[]))
                     }
                     ConvNormMethod::Ghost => {
-                        general_mat_mul(1.0, &u, &u.t(), 0.0, s1);
-                        general_mat_mul(1.0, &d, &d.t(), 0.0, s2);
+                        gemm_serial(u, u.t(), 0.0, s1.view_mut());
+                        gemm_serial(d, d.t(), 0.0, s2.view_mut());
                         s1.iter()
                             .zip(s2.iter())
                             .map(|(&x, &y)| x as f64 * y as f64)
@@ -533,10 +532,12 @@ fn weighted_rows_sum(
 /// Σ v² with f32 partial sums over blocks of 256, accumulated in f64 (vectorisable; relative
 /// error ~1e-7·√256 per block).
 fn sum_squares_slice(v: &[f32]) -> f64 {
+    // 32 independent f32 lanes: enough accumulator chains to hide the add latency on the baseline
+    // x86-64 target (measured 13% of a logreg_mnist DP step with 8 lanes).
     v.chunks(256)
         .map(|block| {
-            let mut lanes = [0.0f32; 8];
-            let mut it = block.chunks_exact(8);
+            let mut lanes = [0.0f32; 32];
+            let mut it = block.chunks_exact(32);
             for c in &mut it {
                 for (l, &x) in lanes.iter_mut().zip(c) {
                     *l += x * x;

@@ -31,17 +31,31 @@ use rand_distr::{Exp1, StandardNormal};
 
 /// A source of i.i.d. standard normal draws for the noise mechanisms.
 ///
-/// Every `rand` RNG is one (a ziggurat draw per call); the secure mode's
-/// [`crate::privacy::secure_rng::SecureGaussian`] is one without being an `RngCore`, so its
-/// bits cannot leak into anything but noise.
+/// Every `rand` RNG is one: single draws are `rand_distr`'s ziggurat, and a whole vector of noise
+/// ([`GaussianSource::add_scaled_normals`]) comes from [`crate::privacy::normal`]'s bulk sampler
+/// (a xoshiro256++ stream seeded with 256 bits of this RNG, filled in blocks on the rayon pool,
+/// the same samples for any thread count). The secure mode's
+/// [`crate::privacy::secure_rng::SecureGaussian`] is a source without being an `RngCore`, so its
+/// bits cannot leak into anything but noise; it keeps the per-draw default.
 pub trait GaussianSource {
     /// One draw of N(0, 1).
     fn standard_normal(&mut self) -> f64;
+
+    /// `out[j] += scale · z_j` with z_j i.i.d. N(0, 1). The default draws one at a time.
+    fn add_scaled_normals(&mut self, out: &mut [f64], scale: f64) {
+        for v in out {
+            *v += scale * self.standard_normal();
+        }
+    }
 }
 
 impl<R: Rng + ?Sized> GaussianSource for R {
     fn standard_normal(&mut self) -> f64 {
         self.sample(StandardNormal)
+    }
+
+    fn add_scaled_normals(&mut self, out: &mut [f64], scale: f64) {
+        crate::privacy::normal::add_scaled_normals(out, scale, self);
     }
 }
 
@@ -85,8 +99,13 @@ pub fn add_gaussian_noise<R: GaussianSource + ?Sized>(
     }
     let noise_std = noise_multiplier * sensitivity;
     if noise_std > 0.0 {
-        for v in sum.iter_mut() {
-            *v += noise_std * rng.standard_normal();
+        match sum.as_slice_mut() {
+            Some(values) => rng.add_scaled_normals(values, noise_std),
+            None => {
+                let mut noise = vec![0.0; sum.len()];
+                rng.add_scaled_normals(&mut noise, noise_std);
+                sum.iter_mut().zip(noise).for_each(|(v, z)| *v += z);
+            }
         }
     }
     Ok(noise_std)

@@ -467,6 +467,13 @@ impl GaussianSource for NoiseSource {
             NoiseSource::Secure(r) => r.standard_normal(),
         }
     }
+
+    fn add_scaled_normals(&mut self, out: &mut [f64], scale: f64) {
+        match self {
+            NoiseSource::Seeded(r) => r.add_scaled_normals(out, scale),
+            NoiseSource::Secure(r) => r.add_scaled_normals(out, scale),
+        }
+    }
 }
 
 fn noise_source(exp: &Experiment, seed: u64) -> Result<NoiseSource, SecureRngError> {
