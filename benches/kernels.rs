@@ -5,8 +5,9 @@
 //! - `conv_im2col`: im2col of the second convolution of `cifar_cnn` at batch 128.
 //! - `dp_step`: forward, per-sample gradients, flat clipping, noise, for `logreg_mnist` and
 //!   `cnn_mnist` at batch 256, one thread.
-//! - `gaussian_noise`: 669,706 standard normals (mlp_mnist's noise) by the mechanism's sampler
-//!   and by `privacy::normal`'s bulk sampler.
+//! - `gaussian_noise`: 669,706 standard normals (mlp_mnist's noise) by the mechanism (the bulk
+//!   sampler of `privacy::normal`) and one ChaCha12 ziggurat draw at a time.
+//! - `max_pool`: the first pooling layer of `mnist_cnn` at batch 256.
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -14,10 +15,9 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use dpx::grad::PerSampleGradients;
 use dpx::model::ModelSpec;
-use dpx::model::kernels::{Window, im2col};
+use dpx::model::kernels::{Window, im2col, max_pool};
 use dpx::privacy::clip::flat::privatize_flat;
 use dpx::privacy::mechanism::add_gaussian_noise;
-use dpx::privacy::normal::add_scaled_normals;
 use ndarray::Array2;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -96,24 +96,47 @@ fn dp_step(c: &mut Criterion) {
 }
 
 fn gaussian_noise(c: &mut Criterion) {
-    // mlp_mnist's 669,706 parameters: the mechanism's per-coordinate ziggurat over ChaCha8 (what
-    // `dpx bench` uses today) against the bulk sampler of privacy::normal.
+    // mlp_mnist's 669,706 parameters: the mechanism (bulk sampler of privacy::normal, what every
+    // seeded run and `dpx bench` use) against one rand_distr ziggurat draw per coordinate from
+    // the run's ChaCha12 stream (what runs did before).
     let n = 669_706;
     let mut sum = ndarray::Array1::<f64>::zeros(n);
-    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    let mut rng = rand_chacha::ChaCha12Rng::seed_from_u64(5);
     one_thread();
-    c.bench_function("gaussian_noise/mechanism_chacha8/669706", |b| {
+    c.bench_function("gaussian_noise/mechanism/669706", |b| {
         b.iter(|| add_gaussian_noise(sum.view_mut(), 1.0, 1.0, &mut rng).unwrap())
     });
-    let mut sum = vec![0.0f64; n];
-    c.bench_function("gaussian_noise/normal_xoshiro_ziggurat/669706", |b| {
-        b.iter(|| add_scaled_normals(&mut sum, 1.0, &mut rng))
+    c.bench_function("gaussian_noise/per_draw_chacha12/669706", |b| {
+        b.iter(|| {
+            for v in sum.iter_mut() {
+                *v += rng.sample::<f64, _>(StandardNormal);
+            }
+        })
+    });
+}
+
+fn max_pool_kernel(c: &mut Criterion) {
+    // The first pooling layer of mnist_cnn (2x2, stride 1, on 14x14x16) at batch 256.
+    let g = Window {
+        channels: 16,
+        height: 14,
+        width: 14,
+        kernel: 2,
+        stride: 1,
+        padding: 0,
+        out_height: 13,
+        out_width: 13,
+    };
+    let x = random(256, 14 * 14 * 16, 6);
+    one_thread();
+    c.bench_function("max_pool/mnist_pool1/256", |b| {
+        b.iter(|| black_box(max_pool(x.view(), &g)))
     });
 }
 
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(10);
-    targets = dense_per_sample_norms, conv_im2col, dp_step, gaussian_noise
+    targets = dense_per_sample_norms, conv_im2col, dp_step, gaussian_noise, max_pool_kernel
 }
 criterion_main!(benches);

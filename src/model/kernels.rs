@@ -202,16 +202,20 @@ pub fn col2im(cols: ArrayView2<'_, f32>, g: &Window, batch: usize) -> Array2<f32
     x
 }
 
-/// Max pooling; returns the output and, per output entry, the index (within the example) of the
-/// input entry that won (the first maximum in window order, as PyTorch).
+/// Max pooling; returns the output and, per output entry, the tap `ki·kernel + kj` of the window
+/// whose input won (the first maximum in window order, as PyTorch; a NaN wins and propagates).
+///
+/// The winning tap is the same for a whole channel run, so the channel loop is a branch-free
+/// select against loop-invariant values and vectorises (storing the input index instead, formed
+/// per channel in 64-bit arithmetic, kept it scalar: 3.5–8 ns per output entry).
 ///
 /// # Shapes
-/// `x`: `[B, H·W·C]`; output `[B, H_out·W_out·C]` and the same shape of indices.
+/// `x`: `[B, H·W·C]`; output `[B, H_out·W_out·C]` and the same shape of taps.
 pub fn max_pool(x: ArrayView2<'_, f32>, g: &Window) -> (Array2<f32>, Array2<u32>) {
     let batch = x.nrows();
     let c = g.channels;
     let out_len = g.positions() * c;
-    let mut out = Array2::<f32>::from_elem((batch, out_len), f32::NEG_INFINITY);
+    let mut out = Array2::<f32>::zeros((batch, out_len));
     let mut arg = Array2::<u32>::zeros((batch, out_len));
     out.axis_iter_mut(Axis(0))
         .into_par_iter()
@@ -222,34 +226,28 @@ pub fn max_pool(x: ArrayView2<'_, f32>, g: &Window) -> (Array2<f32>, Array2<u32>
                 unreachable!("rows of a fresh array are contiguous")
             };
             let xi = row_slice(xi);
-            for oh in 0..g.out_height {
-                for ow in 0..g.out_width {
-                    let o = (oh * g.out_width + ow) * c;
-                    let (oo, aa) = (&mut oi[o..o + c], &mut ai[o..o + c]);
-                    // The first tap initialises; later taps replace where larger (branch-free
-                    // selects, so the channel loop vectorises).
-                    let first = (oh * g.stride * g.width + ow * g.stride) * c;
-                    oo.copy_from_slice(&xi[first..first + c]);
-                    for (ch, a) in aa.iter_mut().enumerate() {
-                        *a = (first + ch) as u32;
-                    }
-                    for ki in 0..g.kernel {
-                        for kj in 0..g.kernel {
-                            if ki == 0 && kj == 0 {
-                                continue;
-                            }
-                            let ih = oh * g.stride + ki;
-                            let iw = ow * g.stride + kj;
-                            let src = (ih * g.width + iw) * c;
-                            let xs = &xi[src..src + c];
-                            for (ch, ((cur, a), &v)) in
-                                oo.iter_mut().zip(aa.iter_mut()).zip(xs).enumerate()
-                            {
-                                // Also lets a NaN through, as PyTorch propagates it.
-                                let take = v > *cur || v.is_nan();
-                                *cur = if take { v } else { *cur };
-                                *a = if take { (src + ch) as u32 } else { *a };
-                            }
+            for (o, (oo, aa)) in oi
+                .chunks_exact_mut(c)
+                .zip(ai.chunks_exact_mut(c))
+                .enumerate()
+            {
+                let (oh, ow) = (o / g.out_width, o % g.out_width);
+                let first = (oh * g.stride * g.width + ow * g.stride) * c;
+                oo.copy_from_slice(&xi[first..first + c]);
+                aa.fill(0);
+                for ki in 0..g.kernel {
+                    for kj in 0..g.kernel {
+                        if ki == 0 && kj == 0 {
+                            continue;
+                        }
+                        let tap = (ki * g.kernel + kj) as u32;
+                        let src = ((oh * g.stride + ki) * g.width + ow * g.stride + kj) * c;
+                        for ((cur, a), &v) in
+                            oo.iter_mut().zip(aa.iter_mut()).zip(&xi[src..src + c])
+                        {
+                            let take = (v > *cur) | v.is_nan();
+                            *cur = if take { v } else { *cur };
+                            *a = if take { tap } else { *a };
                         }
                     }
                 }
@@ -269,6 +267,7 @@ fn row_slice<'a>(xi: ndarray::ArrayView1<'a, f32>) -> std::borrow::Cow<'a, [f32]
 /// Backward of [`max_pool`]: route each output gradient to its winning input entry.
 pub fn max_pool_backward(dout: ArrayView2<'_, f32>, arg: &Array2<u32>, g: &Window) -> Array2<f32> {
     let batch = dout.nrows();
+    let c = g.channels;
     let mut dx = Array2::<f32>::zeros((batch, g.in_len()));
     dx.axis_iter_mut(Axis(0))
         .into_par_iter()
@@ -279,8 +278,16 @@ pub fn max_pool_backward(dout: ArrayView2<'_, f32>, arg: &Array2<u32>, g: &Windo
                 unreachable!("rows of a fresh array are contiguous")
             };
             let di = row_slice(di);
-            for (d, &a) in di.iter().zip(ai.iter()) {
-                dxi[a as usize] += *d;
+            let ai = ai
+                .as_slice()
+                .map_or_else(|| ai.to_vec().into(), std::borrow::Cow::Borrowed);
+            for (o, (ds, taps)) in di.chunks_exact(c).zip(ai.chunks_exact(c)).enumerate() {
+                let (oh, ow) = (o / g.out_width, o % g.out_width);
+                for (ch, (&d, &tap)) in ds.iter().zip(taps).enumerate() {
+                    let (ki, kj) = (tap as usize / g.kernel, tap as usize % g.kernel);
+                    let src = ((oh * g.stride + ki) * g.width + ow * g.stride + kj) * c + ch;
+                    dxi[src] += d;
+                }
             }
         });
     dx
