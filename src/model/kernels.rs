@@ -269,6 +269,10 @@ pub fn max_pool_backward(dout: ArrayView2<'_, f32>, arg: &Array2<u32>, g: &Windo
     let batch = dout.nrows();
     let c = g.channels;
     let mut dx = Array2::<f32>::zeros((batch, g.in_len()));
+    // Each tap's offset from the window's corner, so the loop below divides nothing.
+    let offsets: Vec<usize> = (0..g.kernel * g.kernel)
+        .map(|t| ((t / g.kernel) * g.width + t % g.kernel) * c)
+        .collect();
     dx.axis_iter_mut(Axis(0))
         .into_par_iter()
         .zip(dout.axis_iter(Axis(0)).into_par_iter())
@@ -283,10 +287,9 @@ pub fn max_pool_backward(dout: ArrayView2<'_, f32>, arg: &Array2<u32>, g: &Windo
                 .map_or_else(|| ai.to_vec().into(), std::borrow::Cow::Borrowed);
             for (o, (ds, taps)) in di.chunks_exact(c).zip(ai.chunks_exact(c)).enumerate() {
                 let (oh, ow) = (o / g.out_width, o % g.out_width);
+                let corner = (oh * g.stride * g.width + ow * g.stride) * c;
                 for (ch, (&d, &tap)) in ds.iter().zip(taps).enumerate() {
-                    let (ki, kj) = (tap as usize / g.kernel, tap as usize % g.kernel);
-                    let src = ((oh * g.stride + ki) * g.width + ow * g.stride + kj) * c + ch;
-                    dxi[src] += d;
+                    dxi[corner + offsets[tap as usize] + ch] += d;
                 }
             }
         });
@@ -412,18 +415,19 @@ pub fn activate(f: Activation, x: &mut Array2<f32>) {
 /// Multiply `d` in place by the activation's derivative, written in terms of its output `y`:
 /// relu' = [y > 0], tanh' = 1 − y², sigmoid' = y (1 − y).
 pub fn activation_backward(f: Activation, y: ArrayView2<'_, f32>, d: &mut Array2<f32>) {
-    let apply = |op: fn(f32, f32) -> f32, d: &mut Array2<f32>| {
+    // Generic in the operation (not a `fn` pointer), so each loop inlines it and vectorises.
+    fn apply(y: ArrayView2<'_, f32>, d: &mut Array2<f32>, op: impl Fn(f32, f32) -> f32 + Sync) {
         d.axis_iter_mut(Axis(0))
             .into_par_iter()
             .zip(y.axis_iter(Axis(0)).into_par_iter())
             .for_each(|(mut di, yi)| {
                 di.zip_mut_with(&yi, |dv, &yv| *dv = op(*dv, yv));
             });
-    };
+    }
     match f {
-        Activation::Relu => apply(|d, y| if y > 0.0 { d } else { 0.0 }, d),
-        Activation::Tanh => apply(|d, y| d * (1.0 - y * y), d),
-        Activation::Sigmoid => apply(|d, y| d * y * (1.0 - y), d),
+        Activation::Relu => apply(y, d, |d, y| if y > 0.0 { d } else { 0.0 }),
+        Activation::Tanh => apply(y, d, |d, y| d * (1.0 - y * y)),
+        Activation::Sigmoid => apply(y, d, |d, y| d * y * (1.0 - y)),
     }
 }
 
