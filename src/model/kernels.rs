@@ -245,9 +245,11 @@ pub fn max_pool(x: ArrayView2<'_, f32>, g: &Window) -> (Array2<f32>, Array2<u32>
                         for ((cur, a), &v) in
                             oo.iter_mut().zip(aa.iter_mut()).zip(&xi[src..src + c])
                         {
-                            let take = (v > *cur) | v.is_nan();
-                            *cur = if take { v } else { *cur };
-                            *a = if take { tap } else { *a };
+                            // All-ones where v wins; blended with bit operations, which
+                            // vectorise on the baseline target (selects became per-lane stores).
+                            let take = 0u32.wrapping_sub(((v > *cur) | v.is_nan()) as u32);
+                            *cur = f32::from_bits((cur.to_bits() & !take) | (v.to_bits() & take));
+                            *a = (*a & !take) | (tap & take);
                         }
                     }
                 }

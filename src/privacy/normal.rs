@@ -14,9 +14,10 @@
 //!   improved ziggurat method to generate normal random samples"): R = 3.6541528853610088,
 //!   V = 0.00492867323399; one 64-bit draw gives the layer (8 bits) and a 52-bit symmetric
 //!   uniform, exact rejection in the wedges and Marsaglia's exact tail beyond R.
-//! - Determinism: the output is cut into blocks of [`BLOCK`] samples; block k uses the root
-//!   state advanced by k calls of xoshiro's `jump` (2^128 steps each, so blocks never overlap).
-//!   The samples depend only on the caller's RNG state and the length, never on the thread count.
+//! - Determinism: the output is cut into blocks of [`BLOCK`] samples, and each block into
+//!   [`LANES`] interleaved lanes; lane l of block k uses the root state advanced by `LANES·k + l`
+//!   calls of xoshiro's `jump` (2^128 steps each, so no two streams overlap). The samples depend
+//!   only on the caller's RNG state and the length, never on the thread count.
 //!
 //! Floating-point noise leaks through low-order bits (Mironov 2012); like the mechanism that
 //! calls it, this sampler does not defend against that attack.
@@ -183,21 +184,37 @@ fn tables() -> &'static Tables {
     })
 }
 
-/// `out[j] += scale · z_j`, z_j i.i.d. N(0, 1), from a xoshiro256++ stream seeded with 256 bits
-/// drawn from `rng` (four `next_u64` calls, whatever the length). Blocks of [`BLOCK`] samples
-/// run in parallel on the current rayon pool; the result does not depend on the thread count.
+/// Independent generators interleaved within a block: sample j of a block comes from lane
+/// j mod [`LANES`], so the lanes' dependency chains overlap in the CPU (measured 2.7 ns per sample
+/// with one chain).
+pub const LANES: usize = 4;
+
+/// `out[j] += scale · z_j`, z_j i.i.d. N(0, 1), from xoshiro256++ streams seeded with 256 bits
+/// drawn from `rng` (four `next_u64` calls, whatever the length). Block k of [`BLOCK`] samples
+/// draws sample j from lane j mod [`LANES`], whose generator is the root state advanced by
+/// `LANES·k + lane` jumps of 2^128 steps (so no two lanes or blocks overlap). Blocks run in
+/// parallel on the current rayon pool; the result does not depend on the thread count.
 pub fn add_scaled_normals<R: Rng + ?Sized>(out: &mut [f64], scale: f64, rng: &mut R) {
-    let root = Xoshiro256PlusPlus::from_rng(rng);
-    let mut states = Vec::with_capacity(out.len().div_ceil(BLOCK));
-    let mut s = root;
-    for _ in 0..out.len().div_ceil(BLOCK) {
-        states.push(s.clone());
-        s.jump();
+    let mut s = Xoshiro256PlusPlus::from_rng(rng);
+    let blocks = out.len().div_ceil(BLOCK);
+    let mut states: Vec<[Xoshiro256PlusPlus; LANES]> = Vec::with_capacity(blocks);
+    for _ in 0..blocks {
+        states.push(std::array::from_fn(|_| {
+            let lane = s.clone();
+            s.jump();
+            lane
+        }));
     }
     out.par_chunks_mut(BLOCK)
         .zip(states.into_par_iter())
-        .for_each(|(chunk, mut g)| {
-            for v in chunk {
+        .for_each(|(chunk, mut lanes)| {
+            let mut groups = chunk.chunks_exact_mut(LANES);
+            for group in &mut groups {
+                for (v, g) in group.iter_mut().zip(lanes.iter_mut()) {
+                    *v += scale * g.standard_normal();
+                }
+            }
+            for (v, g) in groups.into_remainder().iter_mut().zip(lanes.iter_mut()) {
                 *v += scale * g.standard_normal();
             }
         });
