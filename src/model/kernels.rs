@@ -91,7 +91,7 @@ pub fn im2col(x: ArrayView2<'_, f32>, g: &Window) -> Array2<f32> {
                         let src = (ih as usize * g.width + iw0) * c;
                         let dst = (ki * g.kernel + kj0) * c;
                         let len = (kj1 - kj0) * c;
-                        row[dst..dst + len].copy_from_slice(&xi[src..src + len]);
+                        copy_short(&mut row[dst..dst + len], &xi[src..src + len]);
                     }
                 }
             }
@@ -105,7 +105,10 @@ pub fn im2col(x: ArrayView2<'_, f32>, g: &Window) -> Array2<f32> {
 pub fn im2col_example(xi: &[f32], g: &Window, out: &mut [f32]) {
     let (k, c) = (g.patch_len(), g.channels);
     let out = &mut out[..g.positions() * k];
-    out.fill(0.0);
+    if g.padding > 0 {
+        // Only padded windows leave entries unwritten.
+        out.fill(0.0);
+    }
     for oh in 0..g.out_height {
         for ow in 0..g.out_width {
             let row = &mut out[(oh * g.out_width + ow) * k..][..k];
@@ -119,7 +122,7 @@ pub fn im2col_example(xi: &[f32], g: &Window, out: &mut [f32]) {
                 let src = (ih as usize * g.width + iw0) * c;
                 let dst = (ki * g.kernel + kj0) * c;
                 let len = (kj1 - kj0) * c;
-                row[dst..dst + len].copy_from_slice(&xi[src..src + len]);
+                copy_short(&mut row[dst..dst + len], &xi[src..src + len]);
             }
         }
     }
@@ -157,6 +160,21 @@ pub fn col2im_example_add(cols: &[f32], g: &Window, xi: &mut [f32]) {
 pub fn conv_chunk_examples(g: &Window) -> usize {
     const TARGET_BYTES: usize = 2 * 1024 * 1024;
     (TARGET_BYTES / (g.positions() * g.patch_len() * 4).max(1)).max(1)
+}
+
+/// `dst.copy_from_slice(src)` for the short runs of im2col (a kernel row of a few channels):
+/// eight lanes at a time inline, instead of a call to `memcpy` per run (10% of a `cnn_mnist` step).
+#[inline(always)]
+fn copy_short(dst: &mut [f32], src: &[f32]) {
+    let mut d = dst.chunks_exact_mut(8);
+    let mut s = src.chunks_exact(8);
+    for (d, s) in (&mut d).zip(&mut s) {
+        let s: &[f32; 8] = s.try_into().unwrap_or_else(|_| unreachable!("chunks of 8"));
+        d.copy_from_slice(s);
+    }
+    for (d, s) in d.into_remainder().iter_mut().zip(s.remainder()) {
+        *d = *s;
+    }
 }
 
 /// The adjoint of [`im2col`]: add every row's entries back onto the input pixels they came from.
