@@ -425,9 +425,10 @@ const NEGLIGIBLE: f64 = 1e-20;
 /// Φ(x) = φ(x)R(−x)), form a Hausdorff moment sequence in i ≥ m = ⌊α⌋ + 1: for i > α,
 /// |C(α,i)| = (|sin πα|/π)·∫₀¹ x^{i−α−1}(1−x)^α dx, and R(t) = ∫₀^∞ e^{−ts − s²/2} ds makes each
 /// R(t_m + (i − m)/σ) a moment sequence in x = e^{−s/σ}; products and sums of moment sequences
-/// are moment sequences. So when the terms have not converged by i = m + 21, the tail is summed
-/// from those 22 terms by the Cohen–Rodriguez Villegas–Zagier acceleration
-/// ([`alternating_sum`]), exactly up to < 3e-17 of the tail. Falls back to the reference if a term
+/// are moment sequences. So unless the terms converge directly first, the tail is summed from its
+/// first n ≤ 22 terms by the Cohen–Rodriguez Villegas–Zagier acceleration ([`alternating_sum`]),
+/// whose error is at most 2·(3 + √8)^{−n} of the tail, hence of its first term; n is the smallest
+/// that keeps this below 1e-17 of the partial sum before the tail. Falls back to the reference if a term
 /// overflows (orders in the thousands).
 pub fn log_a_poisson_gaussian_frac(q: f64, sigma: f64, alpha: f64) -> f64 {
     let ln_q = q.ln();
@@ -443,13 +444,22 @@ pub fn log_a_poisson_gaussian_frac(q: f64, sigma: f64, alpha: f64) -> f64 {
         top1
     });
     let k = (alpha * ln_1mq - c * z0 * z0 - LN_SQRT_2PI - reference).exp();
-    let mut p0 = (alpha * ln_1mq - reference).exp();
-    let mut p1 = (top1 - reference).exp();
+    let mut p0 = if reference == alpha * ln_1mq {
+        1.0
+    } else {
+        (alpha * ln_1mq - reference).exp()
+    };
     let ratio = q / (1.0 - q);
     let inv_ratio = (1.0 - q) / q;
     let e2c = (2.0 * c).exp();
     let mut grow = 1.0f64; // e^{2ic}
-    let mut shrink = (-2.0 * (alpha - 1.0) * c).exp(); // e^{−2(α−1−i)c}
+    // P₁ is used only while x₁ ≥ 0, i.e. never when α < z₀ (small q: the common case).
+    let (mut p1, mut shrink) = if x_top >= 0.0 {
+        // shrink = e^{−2(α−1−i)c}
+        ((top1 - reference).exp(), (-2.0 * (alpha - 1.0) * c).exp())
+    } else {
+        (0.0, 0.0)
+    };
     let decreasing_from = (alpha + 1.0) / 2.0;
     // P·Φ(x) for the factor P and argument x of one term; `scale` is |C(α,i)|.
     let factor = |p: f64, x: f64, scale: f64, sum: f64| -> f64 {
@@ -473,6 +483,7 @@ pub fn log_a_poisson_gaussian_frac(q: f64, sigma: f64, alpha: f64) -> f64 {
     let mut tail = [0.0f64; TAIL_TERMS];
     let mut head = 0.0f64;
     let mut tail_sign = 1.0f64;
+    let mut tail_terms = TAIL_TERMS;
     for i in 0..MAX_SERIES_TERMS {
         let fi = i as f64;
         let j = alpha - fi;
@@ -511,11 +522,19 @@ pub fn log_a_poisson_gaussian_frac(q: f64, sigma: f64, alpha: f64) -> f64 {
             if i == m {
                 head = previous_sum;
                 tail_sign = coef.signum();
+                // The tail S ≤ its first term b_m, and the acceleration's error is at most
+                // 2·(3 + √8)^{−n}·S: take the fewest terms that keep it below 1e-17 of the head.
+                if head > 0.0 && add > 0.0 {
+                    let need = (2e17 * add / head).ln() / (3.0 + 8f64.sqrt()).ln();
+                    tail_terms = (need.ceil().max(1.0) as usize).min(TAIL_TERMS);
+                } else if add == 0.0 {
+                    tail_terms = 1;
+                }
             }
             tail[i - m] = add;
-            if i + 1 == m + TAIL_TERMS {
+            if i + 1 == m + tail_terms {
                 // Not converged yet (the tail decays only polynomially): sum it by acceleration.
-                let total = head + tail_sign * alternating_sum(&tail);
+                let total = head + tail_sign * alternating_sum(&tail[..tail_terms]);
                 return if total > 0.0 {
                     total.ln() + reference
                 } else {
@@ -1310,6 +1329,9 @@ pub struct RdpAccountant {
     sigma_grid: Option<f64>,
     /// With a grid: where each distinct kernel's segment is, so equal kernels share one segment.
     kernel_index: std::collections::HashMap<[u64; 3], usize>,
+    /// Pending segments from which the minimisation bounds orders by binning σ first
+    /// ([`BIN_MIN_SEGMENTS`]; smaller in tests).
+    bin_min_segments: usize,
 }
 
 impl RdpAccountant {
@@ -1349,6 +1371,7 @@ impl RdpAccountant {
             cache: Mutex::new(vec![OrderTotal::default(); n]),
             sigma_grid: None,
             kernel_index: Default::default(),
+            bin_min_segments: BIN_MIN_SEGMENTS,
         })
     }
 
@@ -1364,6 +1387,7 @@ impl RdpAccountant {
             cache: Mutex::new(vec![OrderTotal::default(); default_orders().len()]),
             sigma_grid: None,
             kernel_index: Default::default(),
+            bin_min_segments: BIN_MIN_SEGMENTS,
         }
     }
 
@@ -1650,7 +1674,7 @@ impl RdpAccountant {
             .map(|e| self.segments.len() - e.upto)
             .max()
             .unwrap_or(0);
-        if pending >= BIN_MIN_SEGMENTS {
+        if pending >= self.bin_min_segments {
             return self.minimise_binned(&mut cache, &objective);
         }
         let mut known: Vec<Option<f64>> = vec![None; n];
@@ -1735,13 +1759,6 @@ impl RdpAccountant {
             }
             let (value, k) = pick;
             if known[k].is_some() || k == usize::MAX {
-                if std::env::var_os("DPX_RDP_TRACE").is_some() {
-                    for j in 0..n {
-                        if level[j].is_some() || known[j].is_some() {
-                            eprintln!("order {} level {:?} exact {} cells {:?}", self.orders[j], level[j], known[j].is_some(), level[j].map(|l| binned[0].cells[l].as_ref().map(|c| c.len())));
-                        }
-                    }
-                }
                 return (value, k);
             }
             let start = cache[k].upto;
@@ -1751,7 +1768,7 @@ impl RdpAccountant {
                 Some(l) if l + 1 < BIN_WIDTHS.len() => Some(l + 1),
                 Some(_) => None,
             };
-            let index = if pending >= BIN_MIN_SEGMENTS && next.is_some() {
+            let index = if pending >= self.bin_min_segments && next.is_some() {
                 Some(match binned.iter().position(|b| b.start == start) {
                     Some(i) => i,
                     None => {
@@ -2198,6 +2215,95 @@ mod tests {
         // (3/2)/(x + …)))), 200 levels, evaluated at 26.5 in double precision.
         let v: f64 = 0.021_275_046_685_371_106;
         assert!((erfcx(26.5) - v).abs() <= 1e-15 * v, "{}", erfcx(26.5));
+    }
+
+    /// ε and the optimal order by the plain full-grid evaluation: the RDP at every order with
+    /// the reference kernels, converted, minimised.
+    fn full_grid_reference(steps: &[(f64, f64, u64)], delta: f64) -> (f64, f64) {
+        use rayon::prelude::*;
+        let orders = default_orders();
+        let curve: Vec<f64> = orders
+            .par_iter()
+            .map(|&a| {
+                steps
+                    .iter()
+                    .map(|&(q, s, n)| rdp_poisson_gaussian_reference(q, s, a) * n as f64)
+                    .sum()
+            })
+            .collect();
+        epsilon_from_rdp(&orders, &curve, delta, RdpConversion::Improved)
+    }
+
+    #[test]
+    fn binned_minimum_equals_the_full_grid_on_the_40k_schedule() {
+        // The benchmark schedule: q = 256/50000, 40,000 distinct σ_t from 0.8 to 2.8.
+        let q = 256.0 / 50000.0;
+        let steps: Vec<(f64, f64, u64)> = (0..40_000)
+            .map(|t| (q, 0.8 + 2.0 * f64::from(t) / 40_000.0, 1))
+            .collect();
+        let (want, want_order) = full_grid_reference(&steps, 1e-5);
+        let run = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            pool.install(|| {
+                let mut acc = RdpAccountant::with_defaults(NeighbouringRelation::AddOrRemoveOne);
+                for &(q, s, n) in &steps {
+                    acc.compose(&DpEvent::poisson_sampled(q, DpEvent::gaussian(s)), n)
+                        .unwrap();
+                }
+                let report = acc.epsilon(1e-5).unwrap();
+                (report.epsilon, report.order.unwrap())
+            })
+        };
+        let (got, order) = run(2);
+        assert_eq!(order, want_order);
+        assert!((got - want).abs() <= 1e-9 * want, "{got} vs {want}");
+        // Deterministic for any thread count.
+        for threads in [1, 3] {
+            let (again, again_order) = run(threads);
+            assert_eq!(again.to_bits(), got.to_bits(), "{threads} threads");
+            assert_eq!(again_order, order);
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(6))]
+
+        #[test]
+        fn binned_minimum_equals_the_full_grid(
+            seed_steps in proptest::collection::vec((0usize..3, 0.6f64..3.0, 1u64..4), 150..400),
+            rates in proptest::collection::vec(1e-3f64..0.1, 3),
+            delta_exp in 3.0f64..8.0,
+        ) {
+            // Random schedules of a few sampling rates and many distinct σ; binning starts at 64
+            // pending segments, so every bound level and the exact fallback are exercised.
+            let steps: Vec<(f64, f64, u64)> =
+                seed_steps.iter().map(|&(r, s, n)| (rates[r], s, n)).collect();
+            let delta = 10f64.powf(-delta_exp);
+            let mut acc = RdpAccountant::with_defaults(NeighbouringRelation::AddOrRemoveOne);
+            acc.bin_min_segments = 64;
+            for &(q, s, n) in &steps {
+                acc.compose(&DpEvent::poisson_sampled(q, DpEvent::gaussian(s)), n).unwrap();
+            }
+            let report = acc.epsilon(delta).unwrap();
+            let (want, want_order) = full_grid_reference(&steps, delta);
+            proptest::prop_assert!((report.epsilon - want).abs() <= 1e-9 * want,
+                "{} vs {}", report.epsilon, want);
+            proptest::prop_assert_eq!(report.order, Some(want_order));
+            // δ at that ε through the same minimisation, against the full grid.
+            let mut fresh = RdpAccountant::with_defaults(NeighbouringRelation::AddOrRemoveOne);
+            fresh.bin_min_segments = 64;
+            for &(q, s, n) in &steps {
+                fresh.compose(&DpEvent::poisson_sampled(q, DpEvent::gaussian(s)), n).unwrap();
+            }
+            let got_delta = fresh.delta(want).unwrap();
+            let curve = acc.rdp_curve();
+            let (want_delta, _) = delta_from_rdp(acc.orders(), &curve, want, RdpConversion::Improved);
+            proptest::prop_assert!((got_delta - want_delta).abs() <= 1e-9 * want_delta,
+                "{} vs {}", got_delta, want_delta);
+        }
     }
 
     #[test]
