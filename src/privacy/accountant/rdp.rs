@@ -412,7 +412,9 @@ const NEGLIGIBLE: f64 = 1e-20;
 /// P·Φ(x) = P − K·R(x) for x ≥ 0 and K·R(−x) for x < 0,
 /// and P₀, P₁ follow by products (P₀(i+1) = P₀(i)·(q/(1−q))·e^{2ic},
 /// P₁(i+1) = P₁(i)·((1−q)/q)·e^{−2(α−i−1)c}). So a term costs a few multiplications, plus one exp
-/// (inside R) only where K·R is not negligible; K·R ≤ K·min(R(0), 1/x) decides that.
+/// (inside R) only where K·R matters: K·R ≤ K·min(R(0), 1/x) tells when it is negligible, and
+/// where it needs only a few digits the midpoint of Birnbaum's (1942) and Sampford's (1953)
+/// algebraic bounds on R replaces the exp.
 ///
 /// Both factors e^{x²/2}Φ(x)·√(2π)K are decreasing in i (d/dx[e^{x²/2}Φ(x)] = e^{x²/2}(xΦ(x) + φ(x))
 /// > 0), so both terms decrease once |C(α,i)| does, i.e. for i ≥ (α+1)/2; the stopping rule of the
@@ -462,18 +464,31 @@ pub fn log_a_poisson_gaussian_frac(q: f64, sigma: f64, alpha: f64) -> f64 {
     };
     let decreasing_from = (alpha + 1.0) / 2.0;
     // P·Φ(x) for the factor P and argument x of one term; `scale` is |C(α,i)|.
+    // K·R(t), to the precision the term |C(α,i)|·K·R(t) needs: within 1e-17 of the partial sum
+    // (partial sums of the positive head only grow; past α they straddle the limit), the midpoint
+    // of Birnbaum's and Sampford's bounds 2/(t + √(t²+4)) < R(t) < 4/(3t + √(t²+8)) will do.
+    let k_mills = |t: f64, scale: f64, sum: f64| -> f64 {
+        let lo = 2.0 / (t + (t * t + 4.0).sqrt());
+        let hi = 4.0 / (3.0 * t + (t * t + 8.0).sqrt());
+        if scale * k * (hi - lo) <= 2e-17 * sum {
+            k * 0.5 * (lo + hi)
+        } else {
+            k * mills_ratio(t)
+        }
+    };
+    // P·Φ(x) for the factor P and argument x of one term; `scale` is |C(α,i)|.
     let factor = |p: f64, x: f64, scale: f64, sum: f64| -> f64 {
         if x >= 0.0 {
             if k * mills_ratio_bound(x) <= p * NEGLIGIBLE {
                 p
             } else {
-                p - k * mills_ratio(x)
+                p - k_mills(x, scale, sum)
             }
         } else if scale * k * mills_ratio_bound(-x) <= sum * NEGLIGIBLE {
             // Negligible: its bound stands in for the stopping rule; the sum does not see it.
             -k * mills_ratio_bound(-x)
         } else {
-            k * mills_ratio(-x)
+            k_mills(-x, scale, sum)
         }
     };
     let mut coef = 1.0f64;
@@ -1191,6 +1206,9 @@ const BIN_WIDTHS: [f64; 6] = [f64::INFINITY, 0.05, 0.0125, 3e-3, 8e-4, 2e-4];
 /// fraction of the steps' segments.
 const BIN_MAX_FRACTION: f64 = 0.4;
 
+/// Before any order is exact, the cell budget of a level (as a fraction of the segments).
+const BIN_FIRST_EXACT_FRACTION: f64 = 0.1;
+
 /// Cells (per bound evaluation) per parallel chunk.
 const BIN_CHUNK: usize = 1024;
 
@@ -1782,8 +1800,15 @@ impl RdpAccountant {
             let refined = match (index, next) {
                 (Some(i), Some(l)) => {
                     let bins = &mut binned[i];
-                    let limit = BIN_MAX_FRACTION * bins.noisy.len() as f64;
-                    // Finer levels only have more cells: past the budget, evaluate exactly.
+                    // Finer levels only have more cells: past the budget, evaluate exactly. Until
+                    // some order is exact, the order with the smallest bound is probably the
+                    // optimum, which needs its exact value anyway: a costly level is skipped.
+                    let fraction = if known.iter().any(Option::is_some) {
+                        BIN_MAX_FRACTION
+                    } else {
+                        BIN_FIRST_EXACT_FRACTION
+                    };
+                    let limit = fraction * bins.noisy.len() as f64;
                     if l > 0 && bins.cells(l).len() as f64 > limit {
                         None
                     } else {
@@ -2374,58 +2399,65 @@ mod tests {
 mod measure {
     use super::*;
 
-    /// Throwaway: which orders the branch and bound evaluates on the 40k schedule, and the cost
-    /// per kernel evaluation there. `cargo test --release --lib measure_40k -- --ignored --nocapture`
+    fn cpu_seconds() -> f64 {
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+        let t = |v: libc::timeval| v.tv_sec as f64 + v.tv_usec as f64 * 1e-6;
+        t(usage.ru_utime) + t(usage.ru_stime)
+    }
+
+    /// Throwaway: wall and CPU time of the 40k schedule's ε.
+    /// `cargo test --release --lib measure_40k -- --ignored --nocapture`
     #[test]
     #[ignore]
     fn measure_40k() {
         let q = 256.0 / 50000.0;
-        let sigmas: Vec<f64> = (0..40_000).map(|t| 0.8 + 2.0 * t as f64 / 40_000.0).collect();
-        let mut acc = RdpAccountant::with_defaults(NeighbouringRelation::AddOrRemoveOne);
-        for &s in &sigmas {
-            acc.compose(&DpEvent::poisson_sampled(q, DpEvent::gaussian(s)), 1)
-                .unwrap();
-        }
-        for &(q, sigma, alpha) in &[(0.01, 7.0, 5.5), (0.01, 11.0, 2.5), (0.05, 20.0, 3.3), (0.001, 7.0, 1.7), (0.2, 20.0, 10.5)] {
-            println!("check q={q} sigma={sigma} alpha={alpha}: fast {:e} reference {:e}",
-                log_a_poisson_gaussian_frac(q, sigma, alpha), log_a_poisson_gaussian_frac_reference(q, sigma, alpha));
-        }
-        let t0 = std::time::Instant::now();
-        let report = acc.epsilon(1e-5).unwrap();
-        println!("eps {} order {:?} in {:?}", report.epsilon, report.order, t0.elapsed());
-        let cache = acc.lock_cache().clone();
-        let curve = acc.rdp_curve();
-        for (k, e) in cache.iter().enumerate() {
-            let alpha = acc.orders[k];
-            let eps = epsilon_at_order(alpha, curve[k], 1e-5, RdpConversion::Improved);
-            let evaluated = e.upto == acc.segments.len();
-            let t = std::time::Instant::now();
-            let mut s = 0.0;
-            for &sg in &sigmas {
-                s += rdp_poisson_gaussian(q, sg, alpha);
+        let events: Vec<DpEvent> = (0..40_000)
+            .map(|t| DpEvent::poisson_sampled(q, DpEvent::gaussian(0.8 + 2.0 * t as f64 / 40_000.0)))
+            .collect();
+        for alpha in [5.6, 5.7, 8.0, 16.0] {
+            let c = cpu_seconds();
+            let mut by_band = [0.0f64; 4];
+            for t in 0..40_000 {
+                let s = 0.8 + 2.0 * t as f64 / 40_000.0;
+                let t0 = std::time::Instant::now();
+                std::hint::black_box(rdp_poisson_gaussian(q, s, alpha));
+                by_band[((s - 0.8) / 0.5) as usize] += t0.elapsed().as_secs_f64() * 1e3;
             }
-            let per = t.elapsed().as_secs_f64() / sigmas.len() as f64 * 1e9;
-            let t = std::time::Instant::now();
-            for &sg in &[0.8, 1.0, 1.5, 2.0, 2.8] {
-                for _ in 0..2000 {
-                    std::hint::black_box(rdp_poisson_gaussian(q, std::hint::black_box(sg), alpha));
+            println!("alpha {alpha}: sequential exact order {:.1} ms cpu; by sigma band 0.8-1.3-1.8-2.3-2.8 {:?} ms", (cpu_seconds() - c) * 1e3, by_band);
+        }
+        {
+            let c = cpu_seconds();
+            let mut acc = RdpAccountant::with_defaults(NeighbouringRelation::AddOrRemoveOne);
+            for e in &events {
+                acc.compose(e, 1).unwrap();
+            }
+            println!("compose {:.2} ms", (cpu_seconds() - c) * 1e3);
+            let c = cpu_seconds();
+            let mut b = Binned::new(&acc.segments, 0);
+            println!("binned new {:.2} ms", (cpu_seconds() - c) * 1e3);
+            for level in 0..BIN_WIDTHS.len() {
+                let c = cpu_seconds();
+                let n = b.cells(level).len();
+                let lb = b.lower_bound(level, 5.7);
+                println!("level {level}: {n} cells, bound {lb:.6} in {:.2} ms cpu", (cpu_seconds() - c) * 1e3);
+            }
+        }
+        for _ in 0..3 {
+            let (w, c) = (std::time::Instant::now(), cpu_seconds());
+            let reps = 10;
+            let mut eps = 0.0;
+            for _ in 0..reps {
+                let mut acc = RdpAccountant::with_defaults(NeighbouringRelation::AddOrRemoveOne);
+                for e in &events {
+                    acc.compose(e, 1).unwrap();
                 }
+                eps = acc.epsilon(1e-5).unwrap().epsilon;
             }
-            let _ = t;
-            let small: Vec<f64> = [0.8, 1.2, 2.0, 2.8]
-                .iter()
-                .map(|&sg| {
-                    let t = std::time::Instant::now();
-                    for _ in 0..2000 {
-                        std::hint::black_box(rdp_poisson_gaussian(q, std::hint::black_box(sg), alpha));
-                    }
-                    t.elapsed().as_secs_f64() / 2000.0 * 1e9
-                })
-                .collect();
             println!(
-                "{} alpha {alpha:6} eps {eps:.6} total {s:.6} {per:7.0} ns/eval  by sigma 0.8/1.2/2/2.8: {:.0} {:.0} {:.0} {:.0}",
-                if evaluated { "*" } else { " " },
-                small[0], small[1], small[2], small[3]
+                "eps {eps:.15} wall {:.1} ms cpu {:.1} ms per run",
+                w.elapsed().as_secs_f64() * 1e3 / reps as f64,
+                (cpu_seconds() - c) * 1e3 / reps as f64
             );
         }
     }
