@@ -2319,6 +2319,7 @@ mod tests {
             })
         };
         let (got, order) = run(2);
+        println!("binned {got:.16} at {order}; full grid {want:.16} at {want_order}");
         assert_eq!(order, want_order);
         assert!((got - want).abs() <= 1e-9 * want, "{got} vs {want}");
         // Deterministic for any thread count.
