@@ -1235,7 +1235,7 @@ const BIN_MAX_FRACTION: f64 = 0.4;
 const BIN_FIRST_EXACT_FRACTION: f64 = 0.1;
 
 /// Cells (per bound evaluation) per parallel chunk.
-const BIN_CHUNK: usize = 1024;
+const BIN_CHUNK: usize = 256;
 
 /// The pending segments of the history (from `start`), prepared for rigorous lower bounds on the
 /// total RDP at any order: Gaussian and Poisson-subsampled Gaussian steps sorted by (mechanism,
