@@ -717,6 +717,24 @@ fn log_a_poisson_gaussian_frac_logspace(q: f64, sigma: f64, alpha: f64) -> f64 {
 /// rate `q` and noise multiplier `sigma` (add/remove one). Matches dp_accounting's conventions:
 /// q = 0 → 0; σ = 0 → ∞; q = 1 → α/(2σ²).
 pub fn rdp_poisson_gaussian(q: f64, sigma: f64, alpha: f64) -> f64 {
+    poisson_gaussian_with(
+        q,
+        sigma,
+        alpha,
+        log_a_poisson_gaussian_int,
+        log_a_poisson_gaussian_frac,
+    )
+}
+
+/// The conventions of [`rdp_poisson_gaussian`] around the given integer- and fractional-order
+/// kernels (ln A_α).
+fn poisson_gaussian_with(
+    q: f64,
+    sigma: f64,
+    alpha: f64,
+    int_kernel: fn(f64, f64, u64) -> f64,
+    frac_kernel: fn(f64, f64, f64) -> f64,
+) -> f64 {
     if q == 0.0 {
         return 0.0;
     }
@@ -727,9 +745,9 @@ pub fn rdp_poisson_gaussian(q: f64, sigma: f64, alpha: f64) -> f64 {
         return rdp_gaussian(sigma, alpha);
     }
     let log_a = if alpha.fract() == 0.0 && alpha <= 1e9 {
-        log_a_poisson_gaussian_int(q, sigma, alpha as u64)
+        int_kernel(q, sigma, alpha as u64)
     } else {
-        log_a_poisson_gaussian_frac(q, sigma, alpha)
+        frac_kernel(q, sigma, alpha)
     };
     log_a / (alpha - 1.0)
 }
@@ -737,21 +755,13 @@ pub fn rdp_poisson_gaussian(q: f64, sigma: f64, alpha: f64) -> f64 {
 /// [`rdp_poisson_gaussian`] through the reference kernels ([`log_a_poisson_gaussian_int_full`],
 /// [`log_a_poisson_gaussian_frac_reference`]): slow, kept to test the fast path against.
 pub fn rdp_poisson_gaussian_reference(q: f64, sigma: f64, alpha: f64) -> f64 {
-    if q == 0.0 {
-        return 0.0;
-    }
-    if sigma == 0.0 || alpha.is_infinite() {
-        return f64::INFINITY;
-    }
-    if q == 1.0 {
-        return rdp_gaussian(sigma, alpha);
-    }
-    let log_a = if alpha.fract() == 0.0 && alpha <= 1e9 {
-        log_a_poisson_gaussian_int_full(q, sigma, alpha as u64)
-    } else {
-        log_a_poisson_gaussian_frac_reference(q, sigma, alpha)
-    };
-    log_a / (alpha - 1.0)
+    poisson_gaussian_with(
+        q,
+        sigma,
+        alpha,
+        log_a_poisson_gaussian_int_full,
+        log_a_poisson_gaussian_frac_reference,
+    )
 }
 
 /// RDP at order `alpha` of the Gaussian mechanism with noise multiplier `sigma`: α/(2σ²)
