@@ -54,12 +54,13 @@ use crate::privacy::accountant::PrivacyReport;
 use crate::privacy::clip::ClipError;
 use crate::privacy::clip::flat::{clipped_sum, privatize_flat};
 use crate::privacy::event::{DpEvent, EventLedger};
-use crate::privacy::mechanism::GaussianSource;
 use crate::privacy::secure_rng::SecureGaussian;
 use crate::privacy::special::log_add_exp;
 use crate::train::TrainError;
 use crate::train::prepare::Experiment;
-use crate::train::run::{STREAM_INIT, STREAM_NOISE, STREAM_SAMPLING, stream_rng, stream_seed};
+use crate::train::run::{
+    NoiseSource, STREAM_INIT, STREAM_NOISE, STREAM_SAMPLING, stream_rng, stream_seed,
+};
 use bound::{BoundError, epsilon_lower_bound};
 use canary::{CanaryLayout, WithCanaries};
 
@@ -225,28 +226,6 @@ pub fn guess(scores: &[f64], included: &[bool], k_in: usize, k_out: usize) -> (u
     (k_in + k_out, right_in + right_out)
 }
 
-/// A run's noise: its seeded stream, or the OS-seeded secure source when the config asks.
-enum Noise {
-    Seeded(rand_chacha::ChaCha12Rng),
-    Secure(SecureGaussian),
-}
-
-impl GaussianSource for Noise {
-    fn standard_normal(&mut self) -> f64 {
-        match self {
-            Noise::Seeded(r) => r.standard_normal(),
-            Noise::Secure(r) => r.standard_normal(),
-        }
-    }
-
-    fn add_scaled_normals(&mut self, out: &mut [f64], scale: f64) {
-        match self {
-            Noise::Seeded(r) => r.add_scaled_normals(out, scale),
-            Noise::Secure(r) => r.add_scaled_normals(out, scale),
-        }
-    }
-}
-
 /// Train one run of `exp` with canaries (seed `seed`), score and guess them, and bound ε.
 pub fn audit_seed(
     exp: &Experiment,
@@ -284,9 +263,9 @@ pub fn audit_seed(
     let mut opt_state = plan.optimizer.init_state(params.len());
     let mut rng_sampling = stream_rng(seed, STREAM_SAMPLING);
     let mut noise = if privacy_secure(exp) {
-        Noise::Secure(SecureGaussian::from_os().map_err(|e| step_err(0, e.to_string()))?)
+        NoiseSource::Secure(SecureGaussian::from_os().map_err(|e| step_err(0, e.to_string()))?)
     } else {
-        Noise::Seeded(stream_rng(seed, STREAM_NOISE))
+        NoiseSource::Seeded(stream_rng(seed, STREAM_NOISE))
     };
     let mut ledger = EventLedger::new();
     let groups = model.groups().to_vec();
@@ -407,8 +386,8 @@ pub fn audit_seed(
         final_test_loss,
         noise_mode: match (opts.noise, &noise) {
             (AuditNoise::Off, _) => "off",
-            (AuditNoise::Configured, Noise::Seeded(_)) => "seeded",
-            (AuditNoise::Configured, Noise::Secure(_)) => "secure",
+            (AuditNoise::Configured, NoiseSource::Seeded(_)) => "seeded",
+            (AuditNoise::Configured, NoiseSource::Secure(_)) => "secure",
         },
         ledger,
     })

@@ -114,6 +114,10 @@ mod tests {
 
     #[test]
     fn products_match_a_naive_sum_for_all_layouts_and_beta() {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(3)
+            .build()
+            .unwrap();
         for &(m, k, n) in &[
             (1, 1, 1),
             (3, 5, 2),
@@ -136,10 +140,6 @@ mod tests {
                     (at.t(), bt.t()),
                 ] {
                     let mut c = c0.clone();
-                    let pool = rayon::ThreadPoolBuilder::new()
-                        .num_threads(3)
-                        .build()
-                        .unwrap();
                     pool.install(|| gemm(av, bv, beta, c.view_mut()));
                     let mut s = c0.clone();
                     gemm_serial(av, bv, beta, s.view_mut());

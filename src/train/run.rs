@@ -455,7 +455,7 @@ impl ClipWindow {
 
 /// A seed's noise: the reproducible noise stream of its seed, or (`privacy.secure_noise = true`)
 /// an OS-seeded cryptographic source that no seed reproduces.
-enum NoiseSource {
+pub(crate) enum NoiseSource {
     Seeded(ChaCha12Rng),
     Secure(SecureGaussian),
 }

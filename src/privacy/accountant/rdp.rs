@@ -543,20 +543,17 @@ pub fn log_a_poisson_gaussian_frac(q: f64, sigma: f64, alpha: f64) -> f64 {
         }
         let decreasing = fi >= decreasing_from;
         let largest = a0.max(a1);
-        let converged = decreasing
-            && largest < 9.4e-14 * sum
-            && largest < sum * (1e-12 * (sum.ln() + reference)).max(1e-15);
+        let converged = series_converged(decreasing, largest, sum, reference);
         if converged || i + 1 == MAX_SERIES_TERMS {
-            let upper = if fi > alpha {
-                sum.max(previous_sum)
-            } else {
-                sum
-            };
-            return if (converged || (decreasing && fi > alpha)) && upper > 0.0 {
-                upper.ln() + reference
-            } else {
-                f64::INFINITY
-            };
+            return series_end(
+                converged,
+                decreasing,
+                fi,
+                alpha,
+                sum,
+                previous_sum,
+                reference,
+            );
         }
         if i >= m {
             if i == m {
@@ -594,6 +591,39 @@ pub fn log_a_poisson_gaussian_frac(q: f64, sigma: f64, alpha: f64) -> f64 {
         coef *= (alpha - fi) / (fi + 1.0);
     }
     f64::INFINITY
+}
+
+/// The fractional series' stopping test, shared by [`log_a_poisson_gaussian_frac`] and its
+/// reference: both terms decrease and the largest changes ln A by less than 1e-12 of ln A (or
+/// 1e-15 absolute). `sum` is the partial sum relative to e^`reference`.
+fn series_converged(decreasing: bool, largest: f64, sum: f64, reference: f64) -> bool {
+    decreasing
+        && largest < 9.4e-14 * sum
+        && largest < sum * (1e-12 * (sum.ln() + reference)).max(1e-15)
+}
+
+/// ln A when the fractional series stops at term `fi` (converged, or out of terms). Past i > α
+/// the terms alternate in sign, so consecutive partial sums bracket the limit: the larger one is
+/// returned, an upper bound. Out of terms without that bracket: +∞ (conservative).
+fn series_end(
+    converged: bool,
+    decreasing: bool,
+    fi: f64,
+    alpha: f64,
+    sum: f64,
+    previous_sum: f64,
+    reference: f64,
+) -> f64 {
+    let upper = if fi > alpha {
+        sum.max(previous_sum)
+    } else {
+        sum
+    };
+    if (converged || (decreasing && fi > alpha)) && upper > 0.0 {
+        upper.ln() + reference
+    } else {
+        f64::INFINITY
+    }
 }
 
 /// The reference (slower) evaluation of [`log_a_poisson_gaussian_frac`]: ln A_α of the
@@ -636,20 +666,17 @@ pub fn log_a_poisson_gaussian_frac_reference(q: f64, sigma: f64, alpha: f64) -> 
         // can decay only polynomially (like i^{−α−2}) when e^{−z₀²/(2σ²)} is not small, so the
         // bracket matters there.
         let largest = a0.max(a1);
-        let converged = decreasing
-            && largest < 9.4e-14 * sum
-            && largest < sum * (1e-12 * (sum.ln() + reference)).max(1e-15);
+        let converged = series_converged(decreasing, largest, sum, reference);
         if converged || i + 1 == MAX_SERIES_TERMS {
-            let upper = if fi > alpha {
-                sum.max(previous_sum)
-            } else {
-                sum
-            };
-            return if (converged || (decreasing && fi > alpha)) && upper > 0.0 {
-                upper.ln() + reference
-            } else {
-                f64::INFINITY
-            };
+            return series_end(
+                converged,
+                decreasing,
+                fi,
+                alpha,
+                sum,
+                previous_sum,
+                reference,
+            );
         }
         last0 = a0;
         last1 = a1;
