@@ -223,15 +223,15 @@ fn validate(args: &AccountArgs) -> anyhow::Result<Plan> {
     }
 
     // Sampling.
-    if let Some(n) = args.dataset_size {
-        if n == 0 {
-            return Err(bad_input!("--dataset-size must be at least 1"));
-        }
+    if let Some(n) = args.dataset_size
+        && n == 0
+    {
+        return Err(bad_input!("--dataset-size must be at least 1"));
     }
-    if let Some(b) = args.batch_size {
-        if b == 0 {
-            return Err(bad_input!("--batch-size must be at least 1"));
-        }
+    if let Some(b) = args.batch_size
+        && b == 0
+    {
+        return Err(bad_input!("--batch-size must be at least 1"));
     }
     let sample_rate = match (args.sample_rate, args.dataset_size, args.batch_size) {
         (Some(q), None, None) => {

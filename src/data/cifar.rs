@@ -78,7 +78,7 @@ impl CifarBatches {
         if bytes.is_empty() {
             return Err(DataError::Empty { path: None });
         }
-        if bytes.len() % RECORD_BYTES != 0 {
+        if !bytes.len().is_multiple_of(RECORD_BYTES) {
             let whole = bytes.len() / RECORD_BYTES;
             return Err(DataError::Truncated {
                 path: None,

@@ -132,10 +132,10 @@ impl ModelSpec {
         let mut layers = Vec::with_capacity(self.layers.len() + 1);
         let mut groups = Vec::new();
         let mut next = 0usize;
-        if let Shape::Image { c, h, w } = shape {
-            if c > 1 {
-                layers.push(Layer::ToChannelsLast { c, h, w });
-            }
+        if let Shape::Image { c, h, w } = shape
+            && c > 1
+        {
+            layers.push(Layer::ToChannelsLast { c, h, w });
         }
         for (index, spec) in self.layers.iter().enumerate() {
             let bad = |reason: String| ModelError::InvalidLayer {

@@ -235,10 +235,10 @@ pub fn prepare_data(spec: &ExperimentSpec, data_dir: &Path) -> Result<PreparedDa
         data.train = preprocess::keep_classes(&data.train, classes)?;
         data.test = preprocess::keep_classes(&data.test, classes)?;
     }
-    if let Some(n) = d.subsample {
-        if n < data.train.len() {
-            data.train = preprocess::subsample(&data.train, n, DATA_SEED ^ 1)?;
-        }
+    if let Some(n) = d.subsample
+        && n < data.train.len()
+    {
+        data.train = preprocess::subsample(&data.train, n, DATA_SEED ^ 1)?;
     }
     let mut validation = None;
     if d.validation_fraction > 0.0 {

@@ -79,14 +79,14 @@ impl AdpPaperAccountant {
             if q == 0.0 || mult == 0.0 {
                 return Ok(());
             }
-            if let Some(r) = tally.rate {
-                if (r - q).abs() > 1e-12 * r {
-                    return Err(AccountingError::InvalidParameter {
-                        name: "sample_rate",
-                        value: q,
-                        expected: "the same sample rate at every step (the paper's bound assumes one q)",
-                    });
-                }
+            if let Some(r) = tally.rate
+                && (r - q).abs() > 1e-12 * r
+            {
+                return Err(AccountingError::InvalidParameter {
+                    name: "sample_rate",
+                    value: q,
+                    expected: "the same sample rate at every step (the paper's bound assumes one q)",
+                });
             }
             tally.rate = Some(q);
             if z == 0.0 {
@@ -181,22 +181,22 @@ impl Accountant for AdpPaperAccountant {
         let mut notes = vec![
             "the ADP-SGD paper's advanced-composition bound (Wu et al., Thm 4.1), for reproductions".to_string(),
         ];
-        if let Some(q) = t.rate {
-            if t.steps > 0.0 {
-                if adp_paper_b_delta(t.steps, q, delta) <= 0.0 {
-                    return Err(AccountingError::InvalidParameter {
-                        name: "delta",
-                        value: delta,
-                        expected: "a delta below 16·steps·sample_rate (the paper's B_delta must be positive)",
-                    });
-                }
-                let delta0 = delta / (12.5 * t.steps * q);
-                let eps_step = 2.0 * (2.0 * (1.25 / delta0).ln()).sqrt() / t.min_z;
-                if eps_step > 1.0 {
-                    notes.push(format!(
+        if let Some(q) = t.rate
+            && t.steps > 0.0
+        {
+            if adp_paper_b_delta(t.steps, q, delta) <= 0.0 {
+                return Err(AccountingError::InvalidParameter {
+                    name: "delta",
+                    value: delta,
+                    expected: "a delta below 16·steps·sample_rate (the paper's B_delta must be positive)",
+                });
+            }
+            let delta0 = delta / (12.5 * t.steps * q);
+            let eps_step = 2.0 * (2.0 * (1.25 / delta0).ln()).sqrt() / t.min_z;
+            if eps_step > 1.0 {
+                notes.push(format!(
                         "the paper's condition epsilon_t <= 1 (Lemma A.1) fails (largest per-step epsilon_t = {eps_step:.3}): this is the paper's number, not a proven guarantee"
                     ));
-                }
             }
         }
         if self.relation == NeighbouringRelation::AddOrRemoveOne {

@@ -1924,10 +1924,10 @@ impl RdpAccountant {
         let mut f_lb = 0.0f64;
         let mut r_lb = 0.0f64;
         // Monotone: RDP(α) ≥ RDP(nearest computed order below).
-        if let Some(&(a, f)) = left.first() {
-            if a > 1.0 {
-                r_lb = f / (a - 1.0);
-            }
+        if let Some(&(a, f)) = left.first()
+            && a > 1.0
+        {
+            r_lb = f / (a - 1.0);
         }
         // Convex: extend the chord of the two nearest points on each side.
         if left.len() == 2 {
@@ -2054,10 +2054,10 @@ impl Accountant for RdpAccountant {
                 .notes
                 .push("uses an upper bound on the RDP of subsampled Laplace or sampling without replacement".into());
         }
-        if report.epsilon > 0.0 {
-            if let Some(note) = self.edge_note(k) {
-                report.notes.push(note);
-            }
+        if report.epsilon > 0.0
+            && let Some(note) = self.edge_note(k)
+        {
+            report.notes.push(note);
         }
         Ok(report)
     }

@@ -647,7 +647,7 @@ mod tests {
             let l = fast_len(n);
             let mut m = l;
             for p in [2, 3, 5] {
-                while m % p == 0 {
+                while m.is_multiple_of(p) {
                     m /= p;
                 }
             }
