@@ -99,33 +99,63 @@ pub fn im2col(x: ArrayView2<'_, f32>, g: &Window) -> Array2<f32> {
     cols
 }
 
-/// im2col of one example into `out` (`[L, K]` row-major, every entry overwritten, padding
-/// zeroed): the per-example building block of [`im2col`], used with reused buffers so a
+/// im2col of one example into `out` (`[L, K]` row-major, every entry written exactly once,
+/// padding as zeros): the per-example building block of [`im2col`], used with reused buffers so a
 /// convolution's patches are formed a few examples at a time while they are still in cache.
 pub fn im2col_example(xi: &[f32], g: &Window, out: &mut [f32]) {
     let (k, c) = (g.patch_len(), g.channels);
     let out = &mut out[..g.positions() * k];
-    if g.padding > 0 {
-        // Only padded windows leave entries unwritten.
-        out.fill(0.0);
-    }
+    let span = g.kernel * c;
     for oh in 0..g.out_height {
         for ow in 0..g.out_width {
             let row = &mut out[(oh * g.out_width + ow) * k..][..k];
             let (kj0, kj1) = g.valid_taps(ow);
-            for ki in 0..g.kernel {
+            for (ki, seg) in row.chunks_exact_mut(span).enumerate() {
                 let ih = (oh * g.stride + ki) as isize - g.padding as isize;
                 if ih < 0 || ih >= g.height as isize || kj0 >= kj1 {
+                    fill_zero_short(seg);
                     continue;
                 }
                 let iw0 = ow * g.stride + kj0 - g.padding;
                 let src = (ih as usize * g.width + iw0) * c;
-                let dst = (ki * g.kernel + kj0) * c;
-                let len = (kj1 - kj0) * c;
-                copy_short(&mut row[dst..dst + len], &xi[src..src + len]);
+                let (left, rest) = seg.split_at_mut(kj0 * c);
+                let (mid, right) = rest.split_at_mut((kj1 - kj0) * c);
+                fill_zero_short(left);
+                copy_short(mid, &xi[src..src + mid.len()]);
+                fill_zero_short(right);
             }
         }
     }
+}
+
+/// Zeros for the short runs of im2col's padding, inline (no `memset` call per run).
+#[inline(always)]
+fn fill_zero_short(dst: &mut [f32]) {
+    for v in dst.iter_mut() {
+        *v = 0.0;
+    }
+}
+
+/// Runs `f` on a scratch buffer of `len` f32 kept per thread between calls, so the im2col and
+/// column buffers of every step are neither reallocated nor zero-filled (callers overwrite what
+/// they read; the contents on entry are unspecified). A nested call on the same thread gets a
+/// fresh buffer instead of the one in use.
+pub fn with_scratch<R>(len: usize, f: impl FnOnce(&mut [f32]) -> R) -> R {
+    thread_local! {
+        static SCRATCH: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    let mut buf = SCRATCH.with(|s| s.take());
+    if buf.len() < len {
+        buf.resize(len, 0.0);
+    }
+    let out = f(&mut buf[..len]);
+    SCRATCH.with(|s| {
+        // Keep the larger buffer if a nested call left one behind.
+        if s.borrow().len() < buf.len() {
+            s.replace(buf);
+        }
+    });
+    out
 }
 
 /// The adjoint of [`im2col_example`]: add the rows of `cols` (`[L, K]`) onto the pixels of one

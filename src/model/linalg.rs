@@ -1,5 +1,7 @@
 //! Matrix products for the model room: `C = A·B + β·C` on f32 views, on the calling thread
-//! ([`gemm_serial`]) or split across the current rayon pool ([`gemm`]).
+//! ([`gemm_serial`]) or split across the current rayon pool ([`gemm`]), and the product into
+//! uninitialised memory ([`gemm_serial_uninit`]) for outputs that are written whole (no memset of
+//! arrays that are overwritten at once).
 //!
 //! Part of the model room. The backend is the `gemm` crate (pure Rust, run-time dispatch to
 //! AVX-512/AVX2/FMA kernels, packing skipped where it does not pay), chosen by measurement over
@@ -13,6 +15,8 @@
 //! multiply-adds whatever the pool size (tested here and in `tests/per_sample.rs`). The blocking
 //! does depend on the whole product's shape, which is why callers never split a product
 //! themselves by thread count.
+
+use std::mem::MaybeUninit;
 
 use ndarray::{ArrayView2, ArrayViewMut2};
 
@@ -35,6 +39,58 @@ pub fn gemm_serial(
 /// `a`: `[m, k]`, `b`: `[k, n]`, `c`: `[m, n]` (any strides; transposed views are fine).
 pub fn gemm(a: ArrayView2<'_, f32>, b: ArrayView2<'_, f32>, beta: f32, c: ArrayViewMut2<'_, f32>) {
     product(a, b, beta, c, rayon::current_num_threads());
+}
+
+/// `c ← a·b` on the calling thread, into uninitialised memory; returns `c`, now initialised.
+/// The same operations (and bits) as [`gemm_serial`] with `beta = 0`.
+///
+/// # Shapes
+/// `a`: `[m, k]`, `b`: `[k, n]`, `c`: `[m, n]` (any strides).
+pub fn gemm_serial_uninit<'c>(
+    a: ArrayView2<'_, f32>,
+    b: ArrayView2<'_, f32>,
+    mut c: ArrayViewMut2<'c, MaybeUninit<f32>>,
+) -> ArrayViewMut2<'c, f32> {
+    let (m, k) = a.dim();
+    let n = b.ncols();
+    assert_eq!(b.nrows(), k, "gemm: inner dimensions differ");
+    assert_eq!(c.dim(), (m, n), "gemm: output shape");
+    if m > 0 && n > 0 && k == 0 {
+        c.iter_mut().for_each(|v| {
+            v.write(0.0);
+        });
+    } else if m > 0 && n > 0 {
+        let [a_rs, a_cs] = [a.strides()[0], a.strides()[1]];
+        let [b_rs, b_cs] = [b.strides()[0], b.strides()[1]];
+        let [c_rs, c_cs] = [c.strides()[0], c.strides()[1]];
+        // SAFETY: as in `product`; with `read_dst` false the backend writes every element of
+        // `c` (dst ← lhs·rhs) and never reads it, so uninitialised memory is never read.
+        unsafe {
+            gemm::gemm(
+                m,
+                n,
+                k,
+                c.as_mut_ptr().cast::<f32>(),
+                c_cs,
+                c_rs,
+                false,
+                a.as_ptr(),
+                a_cs,
+                a_rs,
+                b.as_ptr(),
+                b_cs,
+                b_rs,
+                0.0,
+                1.0,
+                false,
+                false,
+                false,
+                gemm::Parallelism::None,
+            );
+        }
+    }
+    // SAFETY: every element was written above (an empty view has none).
+    unsafe { c.assume_init() }
 }
 
 /// `c ← a·b + beta·c` on `threads` threads of the current pool (1: the calling thread).
@@ -110,6 +166,23 @@ mod tests {
         Array2::from_shape_fn((m, n), |(i, j)| {
             (((i * 31 + j * 17 + salt) % 23) as f32 - 11.0) / 7.0
         })
+    }
+
+    #[test]
+    fn uninit_product_equals_the_beta_zero_product() {
+        for &(m, k, n) in &[(1, 1, 1), (3, 0, 2), (130, 40, 7), (9, 300, 140)] {
+            let a = filled(m, k, 1);
+            let b = filled(k, n, 2);
+            let mut want = filled(m, n, 3);
+            gemm_serial(a.view(), b.view(), 0.0, want.view_mut());
+            let mut c = Array2::<f32>::uninit((m, n));
+            let got = gemm_serial_uninit(a.view(), b.view(), c.view_mut()).to_owned();
+            assert_eq!(got, want, "{m}x{k}x{n}");
+            // A transposed (column-major) destination.
+            let mut ct = Array2::<f32>::uninit((n, m));
+            let got_t = gemm_serial_uninit(a.view(), b.view(), ct.view_mut().reversed_axes());
+            assert_eq!(got_t, want.view(), "{m}x{k}x{n} transposed");
+        }
     }
 
     #[test]

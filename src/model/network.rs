@@ -862,7 +862,9 @@ fn conv_forward(
     b: ArrayView1<'_, f32>,
 ) -> Array2<f32> {
     let (batch, l, k, c) = (x.nrows(), g.positions(), g.patch_len(), w.nrows());
-    let mut out = Array2::<f32>::zeros((batch, l * c));
+    assert_eq!(b.len(), c, "one bias per output channel");
+    // Written once: each row is set to the bias, then the product is added (no zero-fill first).
+    let mut out = Array2::<f32>::uninit((batch, l * c));
     // Wᵀ `[K, C_out]` row-major: the product streams along output channels (measured 5–70% faster
     // than the strided view of W on these shapes).
     let wt = w.t().as_standard_layout().into_owned();
@@ -870,24 +872,32 @@ fn conv_forward(
     out.axis_chunks_iter_mut(Axis(0), per)
         .into_par_iter()
         .zip(x.axis_chunks_iter(Axis(0), per).into_par_iter())
-        .for_each_init(Vec::new, |buf: &mut Vec<f32>, (o, xc)| {
+        .for_each(|(o, xc)| {
             let nb = xc.nrows();
-            buf.resize(nb * l * k, 0.0);
-            for (j, xi) in xc.rows().into_iter().enumerate() {
-                let xi = xi
-                    .as_slice()
-                    .map_or_else(|| xi.to_vec().into(), Cow::Borrowed);
-                kernels::im2col_example(&xi, g, &mut buf[j * l * k..(j + 1) * l * k]);
-            }
-            let u = ArrayView2::from_shape((nb * l, k), &buf[..nb * l * k])
-                .unwrap_or_else(|_| unreachable!("the buffer has nb·L·K entries"));
-            let mut o = o
-                .into_shape_with_order((nb * l, c))
-                .unwrap_or_else(|_| unreachable!("rows of a fresh array are contiguous"));
-            o.rows_mut().into_iter().for_each(|mut r| r.assign(&b));
-            gemm_serial(u, wt.view(), 1.0, o.view_mut());
+            kernels::with_scratch(nb * l * k, |buf| {
+                for (j, xi) in xc.rows().into_iter().enumerate() {
+                    let xi = xi
+                        .as_slice()
+                        .map_or_else(|| xi.to_vec().into(), Cow::Borrowed);
+                    kernels::im2col_example(&xi, g, &mut buf[j * l * k..(j + 1) * l * k]);
+                }
+                let u = ArrayView2::from_shape((nb * l, k), &buf[..nb * l * k])
+                    .unwrap_or_else(|_| unreachable!("the buffer has nb·L·K entries"));
+                let mut o = o
+                    .into_shape_with_order((nb * l, c))
+                    .unwrap_or_else(|_| unreachable!("rows of a fresh array are contiguous"));
+                for mut r in o.rows_mut() {
+                    for (dst, &bias) in r.iter_mut().zip(b.iter()) {
+                        dst.write(bias);
+                    }
+                }
+                // SAFETY: every row was just set to the bias (rows have C_out = len(b) entries).
+                let mut o = unsafe { o.assume_init() };
+                gemm_serial(u, wt.view(), 1.0, o.view_mut());
+            });
         });
-    out
+    // SAFETY: the chunks cover every row, and each chunk initialised all of its rows.
+    unsafe { out.assume_init() }
 }
 
 /// A convolution's input gradient `col2im(Δ W)`, a chunk of examples at a time (the `[B·L, K]`
@@ -907,18 +917,19 @@ fn conv_input_gradient(
     dx.axis_chunks_iter_mut(Axis(0), per)
         .into_par_iter()
         .zip(dm.axis_chunks_iter(Axis(0), per * l).into_par_iter())
-        .for_each_init(Vec::new, |buf: &mut Vec<f32>, (mut dxc, dc)| {
+        .for_each(|(mut dxc, dc)| {
             let nb = dxc.nrows();
-            buf.resize(nb * l * k, 0.0);
-            let mut du = ArrayViewMut2::from_shape((nb * l, k), &mut buf[..nb * l * k])
-                .unwrap_or_else(|_| unreachable!("the buffer has nb·L·K entries"));
-            gemm_serial(dc, w, 0.0, du.view_mut());
-            for (j, mut xi) in dxc.rows_mut().into_iter().enumerate() {
-                let Some(xi) = xi.as_slice_mut() else {
-                    unreachable!("rows of a fresh array are contiguous")
-                };
-                kernels::col2im_example_add(&buf[j * l * k..(j + 1) * l * k], g, xi);
-            }
+            kernels::with_scratch(nb * l * k, |buf| {
+                let mut du = ArrayViewMut2::from_shape((nb * l, k), &mut *buf)
+                    .unwrap_or_else(|_| unreachable!("the buffer has nb·L·K entries"));
+                gemm_serial(dc, w, 0.0, du.view_mut());
+                for (j, mut xi) in dxc.rows_mut().into_iter().enumerate() {
+                    let Some(xi) = xi.as_slice_mut() else {
+                        unreachable!("rows of a fresh array are contiguous")
+                    };
+                    kernels::col2im_example_add(&buf[j * l * k..(j + 1) * l * k], g, xi);
+                }
+            });
         });
     dx
 }

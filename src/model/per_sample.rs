@@ -28,8 +28,8 @@ use std::sync::OnceLock;
 use ndarray::{Array1, Array2, ArrayView2, ArrayViewMut2, Axis, CowArray, Ix2, s};
 use rayon::prelude::*;
 
-use super::kernels::{Window, conv_chunk_examples, im2col_example};
-use super::linalg::{gemm, gemm_serial};
+use super::kernels::{Window, conv_chunk_examples, im2col_example, with_scratch};
+use super::linalg::{gemm, gemm_serial, gemm_serial_uninit};
 use crate::grad::{GradError, PerSampleGradients, check_materialize_budget};
 
 /// Memory allowed for keeping convolutions' per-example weight gradients between the norm pass
@@ -77,8 +77,18 @@ impl ConvNormMethod {
     }
 }
 
-/// Squared norms `[B, groups]` and, per trainable layer, the kept conv per-example gradients.
-type NormsAndCache = (Array2<f64>, Vec<Option<Array2<f32>>>);
+/// Squared norms `[B, groups]` and what each trainable layer kept from the norm pass.
+type NormsAndCache = (Array2<f64>, Vec<LayerCache>);
+
+/// What a convolution's norm pass leaves for the weighted sum that follows (dense layers keep
+/// nothing: their sum is one product either way).
+#[derive(Default)]
+struct LayerCache {
+    /// Per-example weight gradients `[B, C_out·K]`, when materialised within the cache limit.
+    kept: Option<Array2<f32>>,
+    /// Per-example bias gradients Σ_l Δ_i[l, :] `[B, C_out]` (f64).
+    bias: Option<Array2<f64>>,
+}
 
 /// The per-sample gradients of one batch (see the module doc), with per-example losses.
 pub struct BatchGradients<'a> {
@@ -145,7 +155,7 @@ impl<'a> BatchGradients<'a> {
             let mut caches = Vec::with_capacity(self.trainables.len());
             let mut cache_budget = CONV_CACHE_LIMIT_BYTES;
             for (t, trainable) in self.trainables.iter().enumerate() {
-                let mut cache = None;
+                let mut cache = LayerCache::default();
                 let per_example: Vec<(f64, f64)> = match trainable {
                     Trainable::Dense { input, delta, .. } => {
                         dense_squared_norms(input.view(), delta.view())
@@ -173,9 +183,12 @@ impl<'a> BatchGradients<'a> {
                         if keep {
                             cache_budget -= bytes;
                         }
-                        let (norms, kept) =
+                        let (norms, kept, bias) =
                             conv_squared_norms(input.view(), window, delta.view(), method, keep);
-                        cache = kept;
+                        cache = LayerCache {
+                            kept,
+                            bias: Some(bias),
+                        };
                         norms
                     }
                 };
@@ -221,18 +234,23 @@ impl<'a> BatchGradients<'a> {
                     weight,
                     bias,
                 } => {
-                    let positions = &window.positions();
-                    let cached = self.squared.get().and_then(|(_, c)| c[t].as_ref());
-                    if let (Some(per_example), Some(w)) = (cached, wcol.as_deref()) {
+                    let positions = window.positions();
+                    let cache = self.squared.get().map(|(_, c)| &c[t]);
+                    match cache.and_then(|c| c.bias.as_ref()) {
+                        Some(per_example) => {
+                            weighted_bias_sum(&mut out, bias, per_example.view(), bcol.as_deref())
+                        }
+                        None => bias_sum(&mut out, bias, delta.view(), positions, bcol.as_deref()),
+                    }
+                    let kept = cache.and_then(|c| c.kept.as_ref());
+                    if let (Some(per_example), Some(w)) = (kept, wcol.as_deref()) {
                         weighted_rows_sum(&mut out, weight, per_example.view(), w);
-                        bias_sum(&mut out, bias, delta.view(), *positions, bcol.as_deref());
                         continue;
                     }
-                    let scaled = scale_rows(delta.view(), wcol.as_deref(), *positions);
+                    let scaled = scale_rows(delta.view(), wcol.as_deref(), positions);
                     let d = scaled.as_ref().map_or(delta.view(), |a| a.view());
                     let gw = conv_weight_gradient(input.view(), window, d);
                     write_f64(&mut out, weight, &gw);
-                    bias_sum(&mut out, bias, delta.view(), *positions, bcol.as_deref());
                 }
             }
         }
@@ -315,18 +333,18 @@ impl PerSampleGradients for BatchGradients<'_> {
                             weight,
                             bias,
                         } => {
-                            let l = window.positions();
-                            let ub = example_cols(input.view(), window, i, Vec::new());
-                            let u = ArrayView2::from_shape((l, window.patch_len()), &ub[..])
-                                .unwrap_or_else(|_| unreachable!("L·K entries"));
+                            let (l, k) = (window.positions(), window.patch_len());
                             let d = delta.slice(s![i * l..(i + 1) * l, ..]);
                             let gw = row
                                 .slice_mut(s![weight.clone()])
-                                .into_shape_with_order((d.ncols(), u.ncols()))
+                                .into_shape_with_order((d.ncols(), k))
                                 .unwrap_or_else(|_| {
                                     unreachable!("a row of a fresh array is contiguous")
                                 });
-                            conv_example_gradient(u, d, gw);
+                            with_scratch(l * k, |ub| {
+                                let u = example_cols(input.view(), window, i, ub);
+                                conv_example_gradient(u, d, gw);
+                            });
                             row.slice_mut(s![bias.clone()]).assign(&d.sum_axis(Axis(0)));
                         }
                     }
@@ -363,103 +381,116 @@ fn dense_squared_norms(input: ArrayView2<'_, f32>, delta: ArrayView2<'_, f32>) -
         .collect()
 }
 
+/// Conv norms and what the weighted sum can reuse.
+type ConvNorms = (Vec<(f64, f64)>, Option<Array2<f32>>, Array2<f64>);
+
 /// Per example: (‖Δ_iᵀ U_i‖²_F, ‖Σ_l Δ_i[l, :]‖²); with `keep` (materialise method only), also
-/// the per-example weight gradients `[B, C_out·K]`.
+/// the per-example weight gradients `[B, C_out·K]`; and the per-example bias gradients
+/// `[B, C_out]` (f64).
 fn conv_squared_norms(
     input: ArrayView2<'_, f32>,
     window: &Window,
     delta: ArrayView2<'_, f32>,
     method: ConvNormMethod,
     keep: bool,
-) -> (Vec<(f64, f64)>, Option<Array2<f32>>) {
+) -> ConvNorms {
     let positions = window.positions();
     let batch = input.nrows();
     let (k, c) = (window.patch_len(), delta.ncols());
-    let bias_sq = |d: ArrayView2<'_, f32>| -> f64 {
-        let mut bias = vec![0.0f64; c];
-        for r in d.rows() {
-            for (b, &v) in bias.iter_mut().zip(r.iter()) {
-                *b += v as f64;
+    let mut biases = Array2::<f64>::zeros((batch, c));
+    biases
+        .axis_iter_mut(Axis(0))
+        .into_par_iter()
+        .enumerate()
+        .for_each(|(i, mut b)| {
+            let Some(b) = b.as_slice_mut() else {
+                unreachable!("rows of a fresh array are contiguous")
+            };
+            let d = delta.slice(s![i * positions..(i + 1) * positions, ..]);
+            match d.as_slice() {
+                Some(d) => accumulate_rows(b, d, 1.0),
+                None => d.rows().into_iter().for_each(|r| {
+                    b.iter_mut().zip(r).for_each(|(a, &v)| *a += v as f64);
+                }),
             }
-        }
-        bias.iter().map(|b| b * b).sum()
-    };
+        });
+    let bias_sq = |i: usize| -> f64 { biases.row(i).iter().map(|b| b * b).sum() };
     let delta_of = |i: usize| delta.slice(s![i * positions..(i + 1) * positions, ..]);
     if keep && method == ConvNormMethod::Materialize {
-        let mut kept = Array2::<f32>::zeros((batch, c * k));
+        // Every row is overwritten by its example's product: no zero-fill of what can be
+        // ~150 MB (cnn_cifar10 at batch 128).
+        let mut kept = Array2::<f32>::uninit((batch, c * k));
         let norms = kept
             .axis_iter_mut(Axis(0))
             .into_par_iter()
             .enumerate()
-            .map_init(Vec::new, |buf, (i, row)| {
-                *buf = example_cols(input, window, i, std::mem::take(buf));
-                let u = ArrayView2::from_shape((positions, k), &buf[..])
-                    .unwrap_or_else(|_| unreachable!("L·K entries"));
+            .map(|(i, row)| {
                 let d = delta_of(i);
-                let mut g = row
+                let g = row
                     .into_shape_with_order((c, k))
                     .unwrap_or_else(|_| unreachable!("a row of a fresh array is contiguous"));
-                conv_example_gradient(u, d, g.view_mut());
-                (sum_squares_slice(g.as_slice().unwrap_or(&[])), bias_sq(d))
+                let g = with_scratch(positions * k, |buf| {
+                    gemm_serial_uninit(d.t(), example_cols(input, window, i, buf), g)
+                });
+                (sum_squares_slice(g.as_slice().unwrap_or(&[])), bias_sq(i))
             })
             .collect();
-        return (norms, Some(kept));
+        // SAFETY: the loop above visited every row and `gemm_serial_uninit` wrote all of it.
+        let kept = unsafe { kept.assume_init() };
+        return (norms, Some(kept), biases);
     }
     let norms = (0..batch)
         .into_par_iter()
         .map_init(
-            || {
-                let scratch = match method {
-                    ConvNormMethod::Materialize => {
-                        (Array2::<f32>::zeros((c, k)), Array2::<f32>::zeros((0, 0)))
-                    }
-                    ConvNormMethod::Ghost => (
-                        Array2::<f32>::zeros((positions, positions)),
-                        Array2::<f32>::zeros((positions, positions)),
-                    ),
-                };
-                (scratch, Vec::new())
+            || match method {
+                ConvNormMethod::Materialize => {
+                    (Array2::<f32>::zeros((c, k)), Array2::<f32>::zeros((0, 0)))
+                }
+                ConvNormMethod::Ghost => (
+                    Array2::<f32>::zeros((positions, positions)),
+                    Array2::<f32>::zeros((positions, positions)),
+                ),
             },
-            |((s1, s2), buf), i| {
-                *buf = example_cols(input, window, i, std::mem::take(buf));
-                let u = ArrayView2::from_shape((positions, k), &buf[..])
-                    .unwrap_or_else(|_| unreachable!("L·K entries"));
+            |(s1, s2), i| {
                 let d = delta_of(i);
-                let weight_sq = match method {
-                    ConvNormMethod::Materialize => {
-                        conv_example_gradient(u, d, s1.view_mut());
-                        sum_squares_slice(s1.as_slice().unwrap_or(&[]))
+                let weight_sq = with_scratch(positions * k, |buf| {
+                    let u = example_cols(input, window, i, buf);
+                    match method {
+                        ConvNormMethod::Materialize => {
+                            conv_example_gradient(u, d, s1.view_mut());
+                            sum_squares_slice(s1.as_slice().unwrap_or(&[]))
+                        }
+                        ConvNormMethod::Ghost => {
+                            gemm_serial(u, u.t(), 0.0, s1.view_mut());
+                            gemm_serial(d, d.t(), 0.0, s2.view_mut());
+                            s1.iter()
+                                .zip(s2.iter())
+                                .map(|(&x, &y)| x as f64 * y as f64)
+                                .sum::<f64>()
+                        }
                     }
-                    ConvNormMethod::Ghost => {
-                        gemm_serial(u, u.t(), 0.0, s1.view_mut());
-                        gemm_serial(d, d.t(), 0.0, s2.view_mut());
-                        s1.iter()
-                            .zip(s2.iter())
-                            .map(|(&x, &y)| x as f64 * y as f64)
-                            .sum::<f64>()
-                    }
-                };
-                (weight_sq, bias_sq(d))
+                });
+                (weight_sq, bias_sq(i))
             },
         )
         .collect();
-    (norms, None)
+    (norms, None, biases)
 }
 
-/// Example `i`'s im2col rows `U_i` (`[L, K]` row-major) in `buf` (reused).
-fn example_cols(
+/// Example `i`'s im2col rows `U_i` (`[L, K]` row-major), formed in `buf` (`L·K` entries).
+fn example_cols<'b>(
     input: ArrayView2<'_, f32>,
     window: &Window,
     i: usize,
-    mut buf: Vec<f32>,
-) -> Vec<f32> {
-    buf.resize(window.positions() * window.patch_len(), 0.0);
+    buf: &'b mut [f32],
+) -> ArrayView2<'b, f32> {
     let xi = input.row(i);
     match xi.as_slice() {
-        Some(xi) => im2col_example(xi, window, &mut buf),
-        None => im2col_example(&xi.to_vec(), window, &mut buf),
+        Some(xi) => im2col_example(xi, window, buf),
+        None => im2col_example(&xi.to_vec(), window, buf),
     }
-    buf
+    ArrayView2::from_shape((window.positions(), window.patch_len()), &*buf)
+        .unwrap_or_else(|_| unreachable!("the buffer has L·K entries"))
 }
 
 /// `Σ_i Δ_iᵀ U_i` (`[C_out, K]`) with `d` = Δ (`[B·L, C_out]`, rows possibly pre-scaled): the
@@ -473,23 +504,24 @@ fn conv_weight_gradient(
     let (l, k) = (window.positions(), window.patch_len());
     let mut gw = Array2::<f32>::zeros((d.ncols(), k));
     let per = conv_chunk_examples(window);
-    let mut buf = Vec::new();
-    for (xc, dc) in input
-        .axis_chunks_iter(Axis(0), per)
-        .zip(d.axis_chunks_iter(Axis(0), per * l))
-    {
-        let nb = xc.nrows();
-        buf.resize(nb * l * k, 0.0);
-        buf.par_chunks_mut(l * k)
-            .zip(xc.axis_iter(Axis(0)).into_par_iter())
-            .for_each(|(out, xi)| match xi.as_slice() {
-                Some(xi) => im2col_example(xi, window, out),
-                None => im2col_example(&xi.to_vec(), window, out),
-            });
-        let u = ArrayView2::from_shape((nb * l, k), &buf[..nb * l * k])
-            .unwrap_or_else(|_| unreachable!("nb·L·K entries"));
-        gemm(dc.t(), u, 1.0, gw.view_mut());
-    }
+    with_scratch(per.min(input.nrows()) * l * k, |buf| {
+        for (xc, dc) in input
+            .axis_chunks_iter(Axis(0), per)
+            .zip(d.axis_chunks_iter(Axis(0), per * l))
+        {
+            let nb = xc.nrows();
+            buf[..nb * l * k]
+                .par_chunks_mut(l * k)
+                .zip(xc.axis_iter(Axis(0)).into_par_iter())
+                .for_each(|(out, xi)| match xi.as_slice() {
+                    Some(xi) => im2col_example(xi, window, out),
+                    None => im2col_example(&xi.to_vec(), window, out),
+                });
+            let u = ArrayView2::from_shape((nb * l, k), &buf[..nb * l * k])
+                .unwrap_or_else(|_| unreachable!("nb·L·K entries"));
+            gemm(dc.t(), u, 1.0, gw.view_mut());
+        }
+    });
     gw
 }
 
@@ -687,14 +719,72 @@ fn bias_sum(
         .enumerate()
     {
         let wi = weights.map_or(1.0, |w| w[i]);
-        for r in block.rows() {
-            for (a, &v) in acc.iter_mut().zip(r.iter()) {
-                *a += wi * v as f64;
+        match block.as_slice() {
+            Some(rows) => accumulate_rows(&mut acc, rows, wi),
+            None => {
+                for r in block.rows() {
+                    for (a, &v) in acc.iter_mut().zip(r.iter()) {
+                        *a += wi * v as f64;
+                    }
+                }
             }
         }
     }
     for (o, a) in out.slice_mut(s![range.clone()]).iter_mut().zip(acc) {
         *o = a;
+    }
+}
+
+/// out[bias] ← Σ_i w_i b_i from the per-example bias gradients `b` `[B, C_out]` (f64, examples in
+/// order; all weights 1 when `None`).
+fn weighted_bias_sum(
+    out: &mut Array1<f64>,
+    range: &Range<usize>,
+    b: ArrayView2<'_, f64>,
+    weights: Option<&[f64]>,
+) {
+    let mut acc = vec![0.0f64; b.ncols()];
+    for (i, row) in b.rows().into_iter().enumerate() {
+        let wi = weights.map_or(1.0, |w| w[i]);
+        for (a, &v) in acc.iter_mut().zip(row.iter()) {
+            *a += wi * v;
+        }
+    }
+    for (o, a) in out.slice_mut(s![range.clone()]).iter_mut().zip(acc) {
+        *o = a;
+    }
+}
+
+/// acc[j] += w · rows[r·C + j] over the rows of a row-major `[R, C]` slice (C = acc.len()), rows
+/// in order, in f64: the bias gradients' sums. Vectorised across j (AVX-512 where the CPU has it;
+/// the same operations in the same order, so the same bits).
+fn accumulate_rows(acc: &mut [f64], rows: &[f32], w: f64) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if avx512_available() {
+            // SAFETY: the CPU supports AVX-512F (checked at run time just above).
+            unsafe { accumulate_rows_avx512(acc, rows, w) };
+            return;
+        }
+    }
+    accumulate_rows_portable(acc, rows, w);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn accumulate_rows_avx512(acc: &mut [f64], rows: &[f32], w: f64) {
+    accumulate_rows_portable(acc, rows, w);
+}
+
+#[inline(always)]
+fn accumulate_rows_portable(acc: &mut [f64], rows: &[f32], w: f64) {
+    if acc.is_empty() {
+        return;
+    }
+    for r in rows.chunks_exact(acc.len()) {
+        for (a, &v) in acc.iter_mut().zip(r) {
+            *a += w * v as f64;
+        }
     }
 }
 
