@@ -456,29 +456,93 @@ fn permute_rows(
 /// Apply an activation in place.
 pub fn activate(f: Activation, x: &mut Array2<f32>) {
     match f {
-        Activation::Relu => x.par_mapv_inplace(|v| v.max(0.0)),
-        Activation::Tanh => x.par_mapv_inplace(fast_tanh),
-        Activation::Sigmoid => x.par_mapv_inplace(sigmoid),
+        Activation::Relu => map_inplace(x, |v| v.max(0.0)),
+        Activation::Tanh => map_inplace(x, fast_tanh),
+        Activation::Sigmoid => map_inplace(x, sigmoid),
     }
 }
 
 /// Multiply `d` in place by the activation's derivative, written in terms of its output `y`:
 /// relu' = [y > 0], tanh' = 1 − y², sigmoid' = y (1 − y).
 pub fn activation_backward(f: Activation, y: ArrayView2<'_, f32>, d: &mut Array2<f32>) {
-    // Generic in the operation (not a `fn` pointer), so each loop inlines it and vectorises.
-    fn apply(y: ArrayView2<'_, f32>, d: &mut Array2<f32>, op: impl Fn(f32, f32) -> f32 + Sync) {
-        d.axis_iter_mut(Axis(0))
-            .into_par_iter()
-            .zip(y.axis_iter(Axis(0)).into_par_iter())
-            .for_each(|(mut di, yi)| {
-                di.zip_mut_with(&yi, |dv, &yv| *dv = op(*dv, yv));
-            });
-    }
     match f {
-        Activation::Relu => apply(y, d, |d, y| if y > 0.0 { d } else { 0.0 }),
-        Activation::Tanh => apply(y, d, |d, y| d * (1.0 - y * y)),
-        Activation::Sigmoid => apply(y, d, |d, y| d * y * (1.0 - y)),
+        Activation::Relu => zip_inplace(d, y, |d, y| if y > 0.0 { d } else { 0.0 }),
+        Activation::Tanh => zip_inplace(d, y, |d, y| d * (1.0 - y * y)),
+        Activation::Sigmoid => zip_inplace(d, y, |d, y| d * y * (1.0 - y)),
     }
+}
+
+/// Elements per parallel task of the element-wise kernels (independent of the thread count; the
+/// result does not depend on it either, each element being computed alone).
+const ELEMENTWISE_CHUNK: usize = 1 << 14;
+
+/// Whether this CPU has AVX-512F (detected once). Kernels compiled for it perform the same
+/// operations in the same order as their portable form (Rust never fuses a multiply and an add),
+/// so results do not depend on the CPU.
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn avx512_available() -> bool {
+    static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *HAS.get_or_init(|| std::arch::is_x86_feature_detected!("avx512f"))
+}
+
+/// `x[i] ← op(x[i])`, over contiguous chunks in parallel, vectorised for the widest registers the
+/// CPU has.
+fn map_inplace(x: &mut Array2<f32>, op: impl Fn(f32) -> f32 + Send + Sync + Copy) {
+    #[inline(always)]
+    fn run(v: &mut [f32], op: impl Fn(f32) -> f32) {
+        v.iter_mut().for_each(|e| *e = op(*e));
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn run_avx512(v: &mut [f32], op: impl Fn(f32) -> f32) {
+        run(v, op)
+    }
+    let Some(v) = x.as_slice_memory_order_mut() else {
+        x.par_mapv_inplace(op);
+        return;
+    };
+    v.par_chunks_mut(ELEMENTWISE_CHUNK).for_each(|c| {
+        #[cfg(target_arch = "x86_64")]
+        if avx512_available() {
+            // SAFETY: the CPU supports AVX-512F (checked just above).
+            unsafe { run_avx512(c, op) };
+            return;
+        }
+        run(c, op)
+    });
+}
+
+/// `d[i] ← op(d[i], y[i])` (same shapes), as [`map_inplace`].
+fn zip_inplace(
+    d: &mut Array2<f32>,
+    y: ArrayView2<'_, f32>,
+    op: impl Fn(f32, f32) -> f32 + Send + Sync + Copy,
+) {
+    #[inline(always)]
+    fn run(d: &mut [f32], y: &[f32], op: impl Fn(f32, f32) -> f32) {
+        d.iter_mut().zip(y).for_each(|(a, &b)| *a = op(*a, b));
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn run_avx512(d: &mut [f32], y: &[f32], op: impl Fn(f32, f32) -> f32) {
+        run(d, y, op)
+    }
+    assert_eq!(d.dim(), y.dim(), "activation_backward: shapes differ");
+    let (Some(dv), Some(yv)) = (d.as_slice_mut(), y.as_slice()) else {
+        d.zip_mut_with(&y, |a, &b| *a = op(*a, b));
+        return;
+    };
+    dv.par_chunks_mut(ELEMENTWISE_CHUNK)
+        .zip(yv.par_chunks(ELEMENTWISE_CHUNK))
+        .for_each(|(dc, yc)| {
+            #[cfg(target_arch = "x86_64")]
+            if avx512_available() {
+                // SAFETY: the CPU supports AVX-512F (checked just above).
+                unsafe { run_avx512(dc, yc, op) };
+                return;
+            }
+            run(dc, yc, op)
+        });
 }
 
 /// tanh in f32 by the odd rational approximation p(x)/q(x) of degrees 13/6 used by Eigen

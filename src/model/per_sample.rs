@@ -28,6 +28,8 @@ use std::sync::OnceLock;
 use ndarray::{Array1, Array2, ArrayView2, ArrayViewMut2, Axis, CowArray, Ix2, s};
 use rayon::prelude::*;
 
+#[cfg(target_arch = "x86_64")]
+use super::kernels::avx512_available;
 use super::kernels::{Window, conv_chunk_examples, im2col_example, with_scratch};
 use super::linalg::{gemm, gemm_serial, gemm_serial_uninit};
 use crate::grad::{GradError, PerSampleGradients, check_materialize_budget};
@@ -536,28 +538,48 @@ fn weighted_rows_sum(
         unreachable!("a fresh array is contiguous")
     };
     const BLOCK: usize = 4096;
+    /// One output block: f32 partial sums over 16 examples at a time, widened to f64 between
+    /// blocks.
+    #[inline(always)]
+    fn block_sum(chunk: &mut [f64], start: usize, rows: ArrayView2<'_, f32>, w: &[f32]) {
+        let mut acc = vec![0.0f32; chunk.len()];
+        for (block_index, block) in rows.axis_chunks_iter(Axis(0), 16).enumerate() {
+            acc.iter_mut().for_each(|a| *a = 0.0);
+            for (j, row) in block.rows().into_iter().enumerate() {
+                let wi = w[block_index * 16 + j];
+                let src = row.slice(s![start..start + chunk.len()]);
+                let Some(src) = src.as_slice() else {
+                    unreachable!("rows of a fresh array are contiguous")
+                };
+                for (a, &v) in acc.iter_mut().zip(src) {
+                    *a += wi * v;
+                }
+            }
+            for (o, &a) in chunk.iter_mut().zip(&acc) {
+                *o += a as f64;
+            }
+        }
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn block_sum_avx512(
+        chunk: &mut [f64],
+        start: usize,
+        rows: ArrayView2<'_, f32>,
+        w: &[f32],
+    ) {
+        block_sum(chunk, start, rows, w)
+    }
     out.par_chunks_mut(BLOCK)
         .enumerate()
         .for_each(|(b, chunk)| {
-            let start = b * BLOCK;
-            let mut acc = vec![0.0f32; chunk.len()];
-            // f32 partial sums over 16 examples at a time, widened to f64 between blocks.
-            for (block_index, block) in rows.axis_chunks_iter(Axis(0), 16).enumerate() {
-                acc.iter_mut().for_each(|a| *a = 0.0);
-                for (j, row) in block.rows().into_iter().enumerate() {
-                    let wi = w[block_index * 16 + j];
-                    let src = row.slice(s![start..start + chunk.len()]);
-                    let Some(src) = src.as_slice() else {
-                        unreachable!("rows of a fresh array are contiguous")
-                    };
-                    for (a, &v) in acc.iter_mut().zip(src) {
-                        *a += wi * v;
-                    }
-                }
-                for (o, &a) in chunk.iter_mut().zip(&acc) {
-                    *o += a as f64;
-                }
+            #[cfg(target_arch = "x86_64")]
+            if avx512_available() {
+                // SAFETY: the CPU supports AVX-512F (checked just above).
+                unsafe { block_sum_avx512(chunk, b * BLOCK, rows, w) };
+                return;
             }
+            block_sum(chunk, b * BLOCK, rows, w)
         });
 }
 
@@ -578,13 +600,6 @@ fn sum_squares_slice(v: &[f32]) -> f64 {
         }
     }
     sum_squares_lanes(v)
-}
-
-/// Whether this CPU has AVX-512F (detected once).
-#[cfg(target_arch = "x86_64")]
-fn avx512_available() -> bool {
-    static HAS: OnceLock<bool> = OnceLock::new();
-    *HAS.get_or_init(|| std::arch::is_x86_feature_detected!("avx512f"))
 }
 
 /// [`sum_squares_lanes`] with AVX-512F intrinsics: the same lanes, the same operations in the
