@@ -49,7 +49,27 @@ pub fn gemm(a: ArrayView2<'_, f32>, b: ArrayView2<'_, f32>, beta: f32, c: ArrayV
 pub fn gemm_serial_uninit<'c>(
     a: ArrayView2<'_, f32>,
     b: ArrayView2<'_, f32>,
+    c: ArrayViewMut2<'c, MaybeUninit<f32>>,
+) -> ArrayViewMut2<'c, f32> {
+    product_uninit(a, b, c, 1)
+}
+
+/// [`gemm_serial_uninit`] with the backend's own parallel loops on the current rayon pool (as
+/// [`gemm`]).
+pub fn gemm_uninit<'c>(
+    a: ArrayView2<'_, f32>,
+    b: ArrayView2<'_, f32>,
+    c: ArrayViewMut2<'c, MaybeUninit<f32>>,
+) -> ArrayViewMut2<'c, f32> {
+    product_uninit(a, b, c, rayon::current_num_threads())
+}
+
+/// `c ← a·b` into uninitialised memory on `threads` threads of the current pool.
+fn product_uninit<'c>(
+    a: ArrayView2<'_, f32>,
+    b: ArrayView2<'_, f32>,
     mut c: ArrayViewMut2<'c, MaybeUninit<f32>>,
+    threads: usize,
 ) -> ArrayViewMut2<'c, f32> {
     let (m, k) = a.dim();
     let n = b.ncols();
@@ -85,7 +105,11 @@ pub fn gemm_serial_uninit<'c>(
                 false,
                 false,
                 false,
-                gemm::Parallelism::None,
+                if threads > 1 {
+                    gemm::Parallelism::Rayon(threads)
+                } else {
+                    gemm::Parallelism::None
+                },
             );
         }
     }

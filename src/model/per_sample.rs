@@ -31,7 +31,7 @@ use rayon::prelude::*;
 #[cfg(target_arch = "x86_64")]
 use super::kernels::avx512_available;
 use super::kernels::{Window, conv_chunk_examples, im2col_example, with_scratch};
-use super::linalg::{gemm, gemm_serial, gemm_serial_uninit};
+use super::linalg::{gemm, gemm_serial, gemm_serial_uninit, gemm_uninit};
 use crate::grad::{GradError, PerSampleGradients, check_materialize_budget};
 
 /// Memory allowed for keeping convolutions' per-example weight gradients between the norm pass
@@ -224,8 +224,10 @@ impl<'a> BatchGradients<'a> {
                 } => {
                     let scaled = scale_rows(delta.view(), wcol.as_deref(), 1);
                     let d = scaled.as_ref().map_or(delta.view(), |a| a.view());
-                    let mut gw = Array2::<f32>::zeros((delta.ncols(), input.ncols()));
-                    gemm(d.t(), input.view(), 0.0, gw.view_mut());
+                    let mut gw = Array2::<f32>::uninit((delta.ncols(), input.ncols()));
+                    gemm_uninit(d.t(), input.view(), gw.view_mut());
+                    // SAFETY: `gemm_uninit` wrote every element.
+                    let gw = unsafe { gw.assume_init() };
                     write_f64(&mut out, weight, &gw);
                     bias_sum(&mut out, bias, delta.view(), 1, bcol.as_deref());
                 }
@@ -714,9 +716,29 @@ fn scale_rows(
 
 /// out[range] ← g (flattened row-major), widened to f64.
 fn write_f64(out: &mut Array1<f64>, range: &Range<usize>, g: &Array2<f32>) {
-    for (o, &v) in out.slice_mut(s![range.clone()]).iter_mut().zip(g.iter()) {
-        *o = v as f64;
+    #[inline(always)]
+    fn widen(out: &mut [f64], g: &[f32]) {
+        out.iter_mut().zip(g).for_each(|(o, &v)| *o = v as f64);
     }
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn widen_avx512(out: &mut [f64], g: &[f32]) {
+        widen(out, g)
+    }
+    let mut out = out.slice_mut(s![range.clone()]);
+    let (Some(o), Some(g)) = (out.as_slice_mut(), g.as_slice()) else {
+        for (o, &v) in out.iter_mut().zip(g.iter()) {
+            *o = v as f64;
+        }
+        return;
+    };
+    #[cfg(target_arch = "x86_64")]
+    if avx512_available() {
+        // SAFETY: the CPU supports AVX-512F (checked just above).
+        unsafe { widen_avx512(o, g) };
+        return;
+    }
+    widen(o, g)
 }
 
 /// out[bias] ← Σ_i w_i Σ_{rows of i} δ (f64).

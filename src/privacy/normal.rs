@@ -215,6 +215,11 @@ pub fn add_scaled_normals<R: Rng + ?Sized>(out: &mut [f64], scale: f64, rng: &mu
 fn add_block(chunk: &mut [f64], scale: f64, lanes: &mut [Xoshiro256PlusPlus; LANES]) {
     #[cfg(target_arch = "x86_64")]
     {
+        if avx512_available() {
+            // SAFETY: the CPU supports AVX2, AVX-512F and AVX-512VL (checked just above).
+            unsafe { add_block_avx512(chunk, scale, lanes) };
+            return;
+        }
         if avx2_available() {
             // SAFETY: the CPU supports AVX2 (checked at run time just above).
             unsafe { add_block_avx2(chunk, scale, lanes) };
@@ -237,6 +242,17 @@ fn add_block_scalar(chunk: &mut [f64], scale: f64, lanes: &mut [Xoshiro256PlusPl
     }
 }
 
+/// Whether this CPU has AVX2, AVX-512F and AVX-512VL (detected once).
+#[cfg(target_arch = "x86_64")]
+fn avx512_available() -> bool {
+    static HAS: OnceLock<bool> = OnceLock::new();
+    *HAS.get_or_init(|| {
+        std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512vl")
+    })
+}
+
 /// Whether this CPU has AVX2 (detected once).
 #[cfg(target_arch = "x86_64")]
 fn avx2_available() -> bool {
@@ -244,135 +260,144 @@ fn avx2_available() -> bool {
     *HAS.get_or_init(|| std::arch::is_x86_feature_detected!("avx2"))
 }
 
-/// [`add_block_scalar`] with the four lanes' generators in AVX2 registers (word w of lane l in
+/// [`add_block_scalar`] with the four lanes' generators in 256-bit registers (word w of lane l in
 /// element l of register w): one xoshiro256++ step per lane, the ziggurat's fast test for four
 /// samples at once (layer tables gathered by index), and the rare rejected lane finished by the
 /// scalar code from the same state. Every operation is the scalar one (the 52-bit integer is
 /// converted exactly by the 2^52 exponent trick; multiply and add are never fused), so the samples
 /// and the lanes' final states are bit for bit those of [`add_block_scalar`] (tested).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn add_block_avx2(chunk: &mut [f64], scale: f64, lanes: &mut [Xoshiro256PlusPlus; LANES]) {
-    use std::arch::x86_64::*;
-    const _: () = assert!(LANES == 4, "one 256-bit register holds the four lanes");
-    let t = tables();
-    let word = |w: usize, lanes: &[Xoshiro256PlusPlus; LANES]| {
-        _mm256_set_epi64x(
-            lanes[3].s[w] as i64,
-            lanes[2].s[w] as i64,
-            lanes[1].s[w] as i64,
-            lanes[0].s[w] as i64,
-        )
-    };
-    let (mut s0, mut s1, mut s2, mut s3) = (
-        word(0, lanes),
-        word(1, lanes),
-        word(2, lanes),
-        word(3, lanes),
-    );
-    let rotl = |x: __m256i, k: i32| -> __m256i {
-        // Shift counts as vectors: the immediate forms need constant arguments.
-        let left = _mm256_sll_epi64(x, _mm_cvtsi32_si128(k));
-        let right = _mm256_srl_epi64(x, _mm_cvtsi32_si128(64 - k));
-        _mm256_or_si256(left, right)
-    };
-    let exponent = _mm256_set1_epi64x(0x4330_0000_0000_0000);
-    let two52 = _mm256_set1_pd((1u64 << 52) as f64);
-    let half = _mm256_set1_pd(0.5);
-    let step = _mm256_set1_pd(1.0 / (1u64 << 51) as f64);
-    let one = _mm256_set1_pd(1.0);
-    let sign = _mm256_set1_pd(-0.0);
-    let scale_v = _mm256_set1_pd(scale);
-    let layer = _mm256_set1_epi64x(0xff);
-    let mut groups = chunk.chunks_exact_mut(LANES);
-    for group in &mut groups {
-        // xoshiro256++ next_u64, four lanes.
-        let r = _mm256_add_epi64(rotl(_mm256_add_epi64(s0, s3), 23), s0);
-        let shifted = _mm256_slli_epi64(s1, 17);
-        s2 = _mm256_xor_si256(s2, s0);
-        s3 = _mm256_xor_si256(s3, s1);
-        s1 = _mm256_xor_si256(s1, s2);
-        s0 = _mm256_xor_si256(s0, s3);
-        s2 = _mm256_xor_si256(s2, shifted);
-        s3 = rotl(s3, 45);
-        // u = ((r >> 12) as f64 + 0.5) / 2^51 − 1; the layer is r & 0xff.
-        let bits = _mm256_or_si256(_mm256_srli_epi64(r, 12), exponent);
-        let int = _mm256_sub_pd(_mm256_castsi256_pd(bits), two52);
-        let u = _mm256_sub_pd(_mm256_mul_pd(_mm256_add_pd(int, half), step), one);
-        let idx = _mm256_and_si256(r, layer);
-        // Table rows by index: four scalar loads each (measured faster than AVX2 gathers).
-        let mut ids_now = [0u64; 4];
-        // SAFETY: `ids_now` holds four u64.
-        unsafe { _mm256_storeu_si256(ids_now.as_mut_ptr().cast(), idx) };
-        let [i0, i1, i2, i3] = ids_now.map(|i| i as usize & 0xff);
-        let ratio = _mm256_set_pd(t.ratio[i3], t.ratio[i2], t.ratio[i1], t.ratio[i0]);
-        let x = _mm256_set_pd(t.x[i3], t.x[i2], t.x[i1], t.x[i0]);
-        let accept = _mm256_cmp_pd::<_CMP_LT_OQ>(_mm256_andnot_pd(sign, u), ratio);
-        let z = _mm256_mul_pd(u, x);
-        if _mm256_movemask_pd(accept) == 0b1111 {
-            // SAFETY: `group` holds exactly four f64.
-            unsafe {
-                let v = _mm256_loadu_pd(group.as_ptr());
-                _mm256_storeu_pd(
-                    group.as_mut_ptr(),
-                    _mm256_add_pd(v, _mm256_mul_pd(scale_v, z)),
-                );
-            }
-            continue;
-        }
-        // A lane fell outside its rectangle: finish it with the scalar code from its state.
-        let mut st = [[0u64; 4]; 4];
-        let (mut zs, mut us, mut ids) = ([0.0f64; 4], [0.0f64; 4], [0u64; 4]);
-        let mask = _mm256_movemask_pd(accept);
-        // SAFETY: each destination holds four 64-bit values.
-        unsafe {
-            for (w, v) in [s0, s1, s2, s3].into_iter().enumerate() {
-                _mm256_storeu_si256(st[w].as_mut_ptr().cast(), v);
-            }
-            _mm256_storeu_pd(zs.as_mut_ptr(), z);
-            _mm256_storeu_pd(us.as_mut_ptr(), u);
-            _mm256_storeu_si256(ids.as_mut_ptr().cast(), idx);
-        }
-        for (l, v) in group.iter_mut().enumerate() {
-            let zl = if mask & (1 << l) != 0 {
-                zs[l]
-            } else {
-                let mut g = Xoshiro256PlusPlus {
-                    s: [st[0][l], st[1][l], st[2][l], st[3][l]],
-                };
-                let zl = match g.slow_path(ids[l] as usize, us[l], t) {
-                    Some(zl) => zl,
-                    None => g.standard_normal(),
-                };
-                for (w, &sw) in g.s.iter().enumerate() {
-                    st[w][l] = sw;
-                }
-                zl
+///
+/// Compiled twice from one body: for AVX2, and for AVX-512 (VL), whose 32 registers hold the
+/// state without spills and whose rotate is one instruction.
+macro_rules! vector_add_block {
+    ($name:ident, $features:literal) => {
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = $features)]
+        unsafe fn $name(chunk: &mut [f64], scale: f64, lanes: &mut [Xoshiro256PlusPlus; LANES]) {
+            use std::arch::x86_64::*;
+            const _: () = assert!(LANES == 4, "one 256-bit register holds the four lanes");
+            let t = tables();
+            let word = |w: usize, lanes: &[Xoshiro256PlusPlus; LANES]| {
+                _mm256_set_epi64x(
+                    lanes[3].s[w] as i64,
+                    lanes[2].s[w] as i64,
+                    lanes[1].s[w] as i64,
+                    lanes[0].s[w] as i64,
+                )
             };
-            *v += scale * zl;
+            let (mut s0, mut s1, mut s2, mut s3) = (
+                word(0, lanes),
+                word(1, lanes),
+                word(2, lanes),
+                word(3, lanes),
+            );
+            let rotl = |x: __m256i, k: i32| -> __m256i {
+                // Shift counts as vectors: the immediate forms need constant arguments.
+                let left = _mm256_sll_epi64(x, _mm_cvtsi32_si128(k));
+                let right = _mm256_srl_epi64(x, _mm_cvtsi32_si128(64 - k));
+                _mm256_or_si256(left, right)
+            };
+            let exponent = _mm256_set1_epi64x(0x4330_0000_0000_0000);
+            let two52 = _mm256_set1_pd((1u64 << 52) as f64);
+            let half = _mm256_set1_pd(0.5);
+            let step = _mm256_set1_pd(1.0 / (1u64 << 51) as f64);
+            let one = _mm256_set1_pd(1.0);
+            let sign = _mm256_set1_pd(-0.0);
+            let scale_v = _mm256_set1_pd(scale);
+            let layer = _mm256_set1_epi64x(0xff);
+            let mut groups = chunk.chunks_exact_mut(LANES);
+            for group in &mut groups {
+                // xoshiro256++ next_u64, four lanes.
+                let r = _mm256_add_epi64(rotl(_mm256_add_epi64(s0, s3), 23), s0);
+                let shifted = _mm256_slli_epi64(s1, 17);
+                s2 = _mm256_xor_si256(s2, s0);
+                s3 = _mm256_xor_si256(s3, s1);
+                s1 = _mm256_xor_si256(s1, s2);
+                s0 = _mm256_xor_si256(s0, s3);
+                s2 = _mm256_xor_si256(s2, shifted);
+                s3 = rotl(s3, 45);
+                // u = ((r >> 12) as f64 + 0.5) / 2^51 − 1; the layer is r & 0xff.
+                let bits = _mm256_or_si256(_mm256_srli_epi64(r, 12), exponent);
+                let int = _mm256_sub_pd(_mm256_castsi256_pd(bits), two52);
+                let u = _mm256_sub_pd(_mm256_mul_pd(_mm256_add_pd(int, half), step), one);
+                let idx = _mm256_and_si256(r, layer);
+                // Table rows by index: four scalar loads each (measured faster than AVX2 gathers).
+                let mut ids_now = [0u64; 4];
+                // SAFETY: `ids_now` holds four u64.
+                unsafe { _mm256_storeu_si256(ids_now.as_mut_ptr().cast(), idx) };
+                let [i0, i1, i2, i3] = ids_now.map(|i| i as usize & 0xff);
+                let ratio = _mm256_set_pd(t.ratio[i3], t.ratio[i2], t.ratio[i1], t.ratio[i0]);
+                let x = _mm256_set_pd(t.x[i3], t.x[i2], t.x[i1], t.x[i0]);
+                let accept = _mm256_cmp_pd::<_CMP_LT_OQ>(_mm256_andnot_pd(sign, u), ratio);
+                let z = _mm256_mul_pd(u, x);
+                if _mm256_movemask_pd(accept) == 0b1111 {
+                    // SAFETY: `group` holds exactly four f64.
+                    unsafe {
+                        let v = _mm256_loadu_pd(group.as_ptr());
+                        _mm256_storeu_pd(
+                            group.as_mut_ptr(),
+                            _mm256_add_pd(v, _mm256_mul_pd(scale_v, z)),
+                        );
+                    }
+                    continue;
+                }
+                // A lane fell outside its rectangle: finish it with the scalar code from its state.
+                let mut st = [[0u64; 4]; 4];
+                let (mut zs, mut us, mut ids) = ([0.0f64; 4], [0.0f64; 4], [0u64; 4]);
+                let mask = _mm256_movemask_pd(accept);
+                // SAFETY: each destination holds four 64-bit values.
+                unsafe {
+                    for (w, v) in [s0, s1, s2, s3].into_iter().enumerate() {
+                        _mm256_storeu_si256(st[w].as_mut_ptr().cast(), v);
+                    }
+                    _mm256_storeu_pd(zs.as_mut_ptr(), z);
+                    _mm256_storeu_pd(us.as_mut_ptr(), u);
+                    _mm256_storeu_si256(ids.as_mut_ptr().cast(), idx);
+                }
+                for (l, v) in group.iter_mut().enumerate() {
+                    let zl = if mask & (1 << l) != 0 {
+                        zs[l]
+                    } else {
+                        let mut g = Xoshiro256PlusPlus {
+                            s: [st[0][l], st[1][l], st[2][l], st[3][l]],
+                        };
+                        let zl = match g.slow_path(ids[l] as usize, us[l], t) {
+                            Some(zl) => zl,
+                            None => g.standard_normal(),
+                        };
+                        for (w, &sw) in g.s.iter().enumerate() {
+                            st[w][l] = sw;
+                        }
+                        zl
+                    };
+                    *v += scale * zl;
+                }
+                // SAFETY: each source holds four 64-bit values.
+                unsafe {
+                    s0 = _mm256_loadu_si256(st[0].as_ptr().cast());
+                    s1 = _mm256_loadu_si256(st[1].as_ptr().cast());
+                    s2 = _mm256_loadu_si256(st[2].as_ptr().cast());
+                    s3 = _mm256_loadu_si256(st[3].as_ptr().cast());
+                }
+            }
+            let mut st = [[0u64; 4]; 4];
+            // SAFETY: each destination holds four 64-bit values.
+            unsafe {
+                for (w, v) in [s0, s1, s2, s3].into_iter().enumerate() {
+                    _mm256_storeu_si256(st[w].as_mut_ptr().cast(), v);
+                }
+            }
+            for (l, g) in lanes.iter_mut().enumerate() {
+                g.s = [st[0][l], st[1][l], st[2][l], st[3][l]];
+            }
+            for (v, g) in groups.into_remainder().iter_mut().zip(lanes.iter_mut()) {
+                *v += scale * g.standard_normal();
+            }
         }
-        // SAFETY: each source holds four 64-bit values.
-        unsafe {
-            s0 = _mm256_loadu_si256(st[0].as_ptr().cast());
-            s1 = _mm256_loadu_si256(st[1].as_ptr().cast());
-            s2 = _mm256_loadu_si256(st[2].as_ptr().cast());
-            s3 = _mm256_loadu_si256(st[3].as_ptr().cast());
-        }
-    }
-    let mut st = [[0u64; 4]; 4];
-    // SAFETY: each destination holds four 64-bit values.
-    unsafe {
-        for (w, v) in [s0, s1, s2, s3].into_iter().enumerate() {
-            _mm256_storeu_si256(st[w].as_mut_ptr().cast(), v);
-        }
-    }
-    for (l, g) in lanes.iter_mut().enumerate() {
-        g.s = [st[0][l], st[1][l], st[2][l], st[3][l]];
-    }
-    for (v, g) in groups.into_remainder().iter_mut().zip(lanes.iter_mut()) {
-        *v += scale * g.standard_normal();
-    }
+    };
 }
+vector_add_block!(add_block_avx2, "avx2");
+vector_add_block!(add_block_avx512, "avx2,avx512f,avx512vl");
 
 /// `out[j] = z_j`, i.i.d. N(0, 1): the same stream as [`add_scaled_normals`] with scale 1 on
 /// zeros.
@@ -477,16 +502,33 @@ mod tests {
                 (0..l).for_each(|_| g.jump());
                 g
             });
-            let mut lanes_b = lanes_a.clone();
+            let start = lanes_a.clone();
             let mut a: Vec<f64> = (0..len).map(|i| i as f64 * 0.25).collect();
-            let mut b = a.clone();
+            let init = a.clone();
             add_block_scalar(&mut a, 1.7, &mut lanes_a);
-            add_block(&mut b, 1.7, &mut lanes_b);
-            assert!(
-                a.iter().zip(&b).all(|(x, y)| x.to_bits() == y.to_bits()),
-                "len {len}"
-            );
-            assert_eq!(lanes_a, lanes_b, "final states, len {len}");
+            type Path = fn(&mut [f64], f64, &mut [Xoshiro256PlusPlus; LANES]);
+            let mut paths: Vec<(&str, Path)> = vec![("dispatch", add_block)];
+            #[cfg(target_arch = "x86_64")]
+            {
+                if avx2_available() {
+                    // SAFETY (of the call below): AVX2 was detected.
+                    paths.push(("avx2", |c, s, l| unsafe { add_block_avx2(c, s, l) }));
+                }
+                if avx512_available() {
+                    // SAFETY (of the call below): AVX2, AVX-512F and AVX-512VL were detected.
+                    paths.push(("avx512", |c, s, l| unsafe { add_block_avx512(c, s, l) }));
+                }
+            }
+            for (name, path) in paths {
+                let mut lanes_b = start.clone();
+                let mut b = init.clone();
+                path(&mut b, 1.7, &mut lanes_b);
+                assert!(
+                    a.iter().zip(&b).all(|(x, y)| x.to_bits() == y.to_bits()),
+                    "{name}, len {len}"
+                );
+                assert_eq!(lanes_a, lanes_b, "{name}: final states, len {len}");
+            }
         }
     }
 
