@@ -29,9 +29,11 @@ pub struct BenchArgs {
     /// Workload to run (repeatable): logreg_mnist, mlp_mnist, cnn_mnist, cnn_cifar10. Default: all.
     #[arg(long = "workload", value_name = "NAME")]
     pub workloads: Vec<String>,
-    /// Timed steps per (workload, mode, threads), after 3 warm-up steps.
-    #[arg(long, default_value_t = 20)]
-    pub steps: usize,
+    /// Timed steps per (workload, mode, threads), after 3 warm-up steps. Default: at least 20
+    /// steps and at least one second of them (sub-millisecond steps need thousands for a stable
+    /// mean).
+    #[arg(long)]
+    pub steps: Option<usize>,
     /// Run at this many threads only (default: one thread, then all available cores).
     #[arg(long, value_parser = super::parse_threads)]
     pub threads: Option<usize>,
@@ -76,6 +78,12 @@ pub struct BenchRecord {
 }
 
 const WARMUP_STEPS: usize = 3;
+/// Without `--steps`: at least this many timed steps…
+const DEFAULT_MIN_STEPS: usize = 20;
+/// …and at least this long in total (estimated from the warm-up steps)…
+const DEFAULT_MIN_SECONDS: f64 = 1.0;
+/// …but never more steps than this.
+const MAX_DEFAULT_STEPS: usize = 100_000;
 const LEARNING_RATE: f64 = 0.1;
 const CLIP_NORM: f64 = 1.0;
 const NOISE_MULTIPLIER: f64 = 1.0;
@@ -99,7 +107,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         }
         chosen
     };
-    if args.steps == 0 {
+    if args.steps == Some(0) {
         return Err(bad_input!("--steps: must be at least 1"));
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -181,7 +189,7 @@ fn measure(
     batch: usize,
     dp: bool,
     threads: usize,
-    steps: usize,
+    steps: Option<usize>,
 ) -> anyhow::Result<BenchRecord> {
     let mut rng = ChaCha8Rng::seed_from_u64(0);
     let x = Array2::from_shape_fn((batch, model.input_size()), |_| {
@@ -203,9 +211,15 @@ fn measure(
         params.zip_mut_with(&sum, |p, &g| *p -= (scale * g) as f32);
         Ok(())
     };
+    let warm = Instant::now();
     for _ in 0..WARMUP_STEPS {
         step(&mut params)?;
     }
+    let steps = steps.unwrap_or_else(|| {
+        let per_step = warm.elapsed().as_secs_f64() / WARMUP_STEPS as f64;
+        let for_min_time = (DEFAULT_MIN_SECONDS / per_step.max(1e-9)).ceil();
+        (for_min_time.min(MAX_DEFAULT_STEPS as f64) as usize).max(DEFAULT_MIN_STEPS)
+    });
     let start = Instant::now();
     for _ in 0..steps {
         step(&mut params)?;
