@@ -540,38 +540,6 @@ fn weighted_rows_sum(
         unreachable!("a fresh array is contiguous")
     };
     const BLOCK: usize = 4096;
-    /// One output block: f32 partial sums over 16 examples at a time, widened to f64 between
-    /// blocks.
-    #[inline(always)]
-    fn block_sum(chunk: &mut [f64], start: usize, rows: ArrayView2<'_, f32>, w: &[f32]) {
-        let mut acc = vec![0.0f32; chunk.len()];
-        for (block_index, block) in rows.axis_chunks_iter(Axis(0), 16).enumerate() {
-            acc.iter_mut().for_each(|a| *a = 0.0);
-            for (j, row) in block.rows().into_iter().enumerate() {
-                let wi = w[block_index * 16 + j];
-                let src = row.slice(s![start..start + chunk.len()]);
-                let Some(src) = src.as_slice() else {
-                    unreachable!("rows of a fresh array are contiguous")
-                };
-                for (a, &v) in acc.iter_mut().zip(src) {
-                    *a += wi * v;
-                }
-            }
-            for (o, &a) in chunk.iter_mut().zip(&acc) {
-                *o += a as f64;
-            }
-        }
-    }
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx512f")]
-    unsafe fn block_sum_avx512(
-        chunk: &mut [f64],
-        start: usize,
-        rows: ArrayView2<'_, f32>,
-        w: &[f32],
-    ) {
-        block_sum(chunk, start, rows, w)
-    }
     out.par_chunks_mut(BLOCK)
         .enumerate()
         .for_each(|(b, chunk)| {
@@ -583,6 +551,36 @@ fn weighted_rows_sum(
             }
             block_sum(chunk, b * BLOCK, rows, w)
         });
+}
+
+/// One output block of [`weighted_rows_sum`] (columns `start..start + chunk.len()`): f32 partial
+/// sums over 16 examples at a time, widened to f64 between blocks.
+#[inline(always)]
+fn block_sum(chunk: &mut [f64], start: usize, rows: ArrayView2<'_, f32>, w: &[f32]) {
+    let mut acc = vec![0.0f32; chunk.len()];
+    for (block_index, block) in rows.axis_chunks_iter(Axis(0), 16).enumerate() {
+        acc.iter_mut().for_each(|a| *a = 0.0);
+        for (j, row) in block.rows().into_iter().enumerate() {
+            let wi = w[block_index * 16 + j];
+            let src = row.slice(s![start..start + chunk.len()]);
+            let Some(src) = src.as_slice() else {
+                unreachable!("rows of a fresh array are contiguous")
+            };
+            for (a, &v) in acc.iter_mut().zip(src) {
+                *a += wi * v;
+            }
+        }
+        for (o, &a) in chunk.iter_mut().zip(&acc) {
+            *o += a as f64;
+        }
+    }
+}
+
+/// [`block_sum`] compiled for AVX-512F (same operations, same bits).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn block_sum_avx512(chunk: &mut [f64], start: usize, rows: ArrayView2<'_, f32>, w: &[f32]) {
+    block_sum(chunk, start, rows, w)
 }
 
 /// Σ v² with f32 partial sums over blocks of 256, accumulated in f64 (vectorisable; relative
@@ -838,6 +836,46 @@ fn toward_zero_f32(w: f64) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn vector_builds_of_the_sums_give_the_portable_bits() {
+        let rows = Array2::from_shape_fn((37, 1000), |(i, j)| {
+            (((i * 7919 + j * 104_729) % 2003) as f32 - 1001.0) * 1e-3 * (1.0 + (j % 5) as f32)
+        });
+        let w: Vec<f32> = (0..37).map(|i| 1.0 / (1.0 + i as f32 * 0.3)).collect();
+        let mut portable = vec![0.5f64; 700];
+        block_sum(&mut portable, 300, rows.view(), &w);
+        let mut acc_portable = vec![0.25f64; 40];
+        let flat = rows.as_slice().unwrap();
+        accumulate_rows_portable(&mut acc_portable, &flat[..40 * 900], 0.75);
+        let mut acc = vec![0.25f64; 40];
+        accumulate_rows(&mut acc, &flat[..40 * 900], 0.75);
+        assert!(
+            acc.iter()
+                .zip(&acc_portable)
+                .all(|(a, b)| a.to_bits() == b.to_bits())
+        );
+        #[cfg(target_arch = "x86_64")]
+        if avx512_available() {
+            let mut fast = vec![0.5f64; 700];
+            // SAFETY: AVX-512F was detected.
+            unsafe { block_sum_avx512(&mut fast, 300, rows.view(), &w) };
+            assert!(
+                fast.iter()
+                    .zip(&portable)
+                    .all(|(a, b)| a.to_bits() == b.to_bits())
+            );
+            let mut acc_fast = vec![0.25f64; 40];
+            // SAFETY: AVX-512F was detected.
+            unsafe { accumulate_rows_avx512(&mut acc_fast, &flat[..40 * 900], 0.75) };
+            assert!(
+                acc_fast
+                    .iter()
+                    .zip(&acc_portable)
+                    .all(|(a, b)| a.to_bits() == b.to_bits())
+            );
+        }
+    }
 
     #[test]
     fn sum_squares_paths_agree_bit_for_bit() {
