@@ -18,7 +18,8 @@
 //!   methods is used and the weighted sum scales Δ's rows by their example's weight and forms one
 //!   product `(diag(w) Δ)ᵀ U`. `g_i^b = Σ_l Δ_i[l, :]`.
 //!
-//! Numerics: inputs and deltas are f32; squared norms are accumulated in f64; weighted sums are
+//! Numerics: inputs and deltas are f32; squared norms are accumulated in f64 (32 lanes, f32 within
+//! blocks of 256 values, summed at the end by a fixed pairwise tree); weighted sums are
 //! f32 matrix products (weights rounded toward zero to f32 so no example's weight grows) returned
 //! as f64. Each example's norm is computed by the same operations whatever the thread count.
 

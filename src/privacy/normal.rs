@@ -18,6 +18,9 @@
 //!   [`LANES`] interleaved lanes; lane l of block k uses the root state advanced by `LANES·k + l`
 //!   calls of xoshiro's `jump` (2^128 steps each, so no two streams overlap). The samples depend
 //!   only on the caller's RNG state and the length, never on the thread count.
+//! - Speed: where the CPU has AVX2 (or AVX-512VL) the four lanes advance together in one register
+//!   and the ziggurat's fast test runs on four samples at once; a rejected lane is finished by the
+//!   scalar code from its own state, so every path gives the scalar path's bits (tested).
 //!
 //! Floating-point noise leaks through low-order bits (Mironov 2012); like the mechanism that
 //! calls it, this sampler does not defend against that attack.
