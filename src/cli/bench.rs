@@ -6,7 +6,9 @@
 //! then `privacy::clip::flat::privatize_flat` (per-sample clipping to 1, noise multiplier 1),
 //! then the sum divided by the batch size and an SGD update. Inputs are random arrays of the
 //! workload's shape (throughput does not depend on pixel values). Also reports the backend's
-//! single-thread sgemm rate on 2048x2048, the ceiling for the achieved GFLOP/s.
+//! single-thread sgemm rate on 2048x2048, the ceiling for the achieved GFLOP/s. GFLOP/s counts a
+//! direct convolution's products (`Model::step_flops`); layers whose forward product runs by
+//! Winograd's F(2×2, 3×3) do fewer multiplies, so theirs is an effective rate.
 
 use std::io::Write;
 use std::process::ExitCode;

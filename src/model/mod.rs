@@ -19,6 +19,7 @@ pub mod loss;
 pub mod network;
 pub mod per_sample;
 pub mod spec;
+pub mod winograd;
 
 pub use network::Model;
 pub use per_sample::{BatchGradients, ConvNormMethod};

@@ -639,7 +639,9 @@ impl Model {
     /// weight-gradient product is done per example (the same count; the kept per-example
     /// gradients then give the weighted sum by a cheap pass) unless they exceed the cache limit,
     /// in which case the norm pass of [`ConvNormMethod::cheaper`] is added. Element-wise work is
-    /// not counted.
+    /// not counted. Counts are nominal (direct convolution): a forward product done by
+    /// [`super::winograd`] takes 4/9 of its multiplies, so rates from this count are effective
+    /// rates.
     pub fn step_flops(&self, batch: usize, per_sample_norms: bool) -> f64 {
         let mut total = 0.0f64;
         let mut first = true;
@@ -726,7 +728,11 @@ impl Model {
                 } => {
                     let w = weight_matrix(&params, weight, *out_channels, window.patch_len());
                     let b = params.slice(s![bias.clone()]);
-                    conv_forward(input, window, w, b)
+                    if super::winograd::applies(window) {
+                        super::winograd::conv_forward(input, window, w, b)
+                    } else {
+                        conv_forward(input, window, w, b)
+                    }
                 }
                 Layer::MaxPool { window } => {
                     let (out, arg) = kernels::max_pool(input, window);
