@@ -80,38 +80,10 @@ fn product_uninit<'c>(
             v.write(0.0);
         });
     } else if m > 0 && n > 0 {
-        let [a_rs, a_cs] = [a.strides()[0], a.strides()[1]];
-        let [b_rs, b_cs] = [b.strides()[0], b.strides()[1]];
-        let [c_rs, c_cs] = [c.strides()[0], c.strides()[1]];
-        // SAFETY: as in `product`; with `read_dst` false the backend writes every element of
-        // `c` (dst ← lhs·rhs) and never reads it, so uninitialised memory is never read.
-        unsafe {
-            gemm::gemm(
-                m,
-                n,
-                k,
-                c.as_mut_ptr().cast::<f32>(),
-                c_cs,
-                c_rs,
-                false,
-                a.as_ptr(),
-                a_cs,
-                a_rs,
-                b.as_ptr(),
-                b_cs,
-                b_rs,
-                0.0,
-                1.0,
-                false,
-                false,
-                false,
-                if threads > 1 {
-                    gemm::Parallelism::Rayon(threads)
-                } else {
-                    gemm::Parallelism::None
-                },
-            );
-        }
+        let strides = [c.strides()[0], c.strides()[1]];
+        // SAFETY: `c` is valid for its shape and strides and borrowed mutably; with `beta` 0 the
+        // backend writes every element and never reads one, so uninitialised memory is never read.
+        unsafe { backend(a, b, 0.0, c.as_mut_ptr().cast::<f32>(), strides, threads) };
     }
     // SAFETY: every element was written above (an empty view has none).
     unsafe { c.assume_init() }
@@ -136,6 +108,26 @@ fn product(
         c.mapv_inplace(|v| if beta == 0.0 { 0.0 } else { beta * v });
         return;
     }
+    let strides = [c.strides()[0], c.strides()[1]];
+    // SAFETY: `c` is valid for its shape and strides and borrowed mutably.
+    unsafe { backend(a, b, beta, c.as_mut_ptr(), strides, threads) };
+}
+
+/// The backend's `dst ← beta·dst + a·b` (`dst` read only when `beta` ≠ 0), for non-empty shapes.
+///
+/// # Safety
+/// `c` must point to an `[a.nrows(), b.ncols()]` matrix with row and column strides `c_strides`,
+/// valid for writes (and for reads when `beta` ≠ 0) and aliasing neither `a` nor `b`.
+unsafe fn backend(
+    a: ArrayView2<'_, f32>,
+    b: ArrayView2<'_, f32>,
+    beta: f32,
+    c: *mut f32,
+    c_strides: [isize; 2],
+    threads: usize,
+) {
+    let (m, k) = a.dim();
+    let n = b.ncols();
     let parallelism = if threads > 1 {
         gemm::Parallelism::Rayon(threads)
     } else {
@@ -143,17 +135,17 @@ fn product(
     };
     let [a_rs, a_cs] = [a.strides()[0], a.strides()[1]];
     let [b_rs, b_cs] = [b.strides()[0], b.strides()[1]];
-    let [c_rs, c_cs] = [c.strides()[0], c.strides()[1]];
-    // SAFETY: the three views are valid for their shapes and strides (ndarray guarantees it);
-    // `c` is borrowed mutably, so it aliases neither `a` nor `b`; every index the backend forms
-    // is `row·rs + col·cs` with row < rows and col < cols of the view it reads or writes. The
-    // backend computes dst ← alpha·dst + beta·lhs·rhs, reading dst only when `read_dst`.
+    let [c_rs, c_cs] = c_strides;
+    // SAFETY: `a` and `b` are valid for their shapes and strides (ndarray guarantees it), `c` as
+    // the caller promises; every index the backend forms is `row·rs + col·cs` with row < rows and
+    // col < cols of the matrix it reads or writes. The backend computes
+    // dst ← alpha·dst + beta·lhs·rhs, reading dst only when `read_dst`.
     unsafe {
         gemm::gemm(
             m,
             n,
             k,
-            c.as_mut_ptr(),
+            c,
             c_cs,
             c_rs,
             beta != 0.0,

@@ -64,7 +64,9 @@ pub fn conv_forward(
             with_scratch(16 * rows * (ci + co), |buf| {
                 let (v, m) = buf.split_at_mut(16 * rows * ci);
                 for (e, xe) in xc.rows().into_iter().enumerate() {
-                    let xe = xe.to_vec();
+                    let xe = xe
+                        .as_slice()
+                        .map_or_else(|| xe.to_vec().into(), std::borrow::Cow::Borrowed);
                     input_transform(&xe, g, &mut v[..], e * tiles, rows);
                 }
                 for p in 0..16 {
