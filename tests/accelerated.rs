@@ -339,3 +339,43 @@ fn account_config_prints_the_plan_of_an_accelerated_run() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("accelerated.epsilon"));
 }
+
+#[test]
+fn rounding_never_writes_more_than_the_budget_and_overflowing_budgets_are_refused() {
+    // Σ ε_t in floating point gave 0.30000000000000004 for a budget of 0.3 (marked
+    // guaranteed): the scales are widened by a few ulps until the accounted ε is within it.
+    let dir = tempfile::tempdir().unwrap();
+    for (name, acc, batch) in [
+        ("gd_03", "method = \"gd\"\nepsilon = 0.3", 2000),
+        (
+            "nag_03",
+            "method = \"nesterov\"\nepsilon = 0.3\nnoise_dividing = true",
+            2000,
+        ),
+        ("gd_swor_03", "method = \"gd\"\nepsilon = 0.3", 100),
+        ("gd_07", "method = \"gd\"\nepsilon = 0.7", 100),
+    ] {
+        let cfg = config(dir.path(), name, acc, batch, 30);
+        let exp = build(dir.path(), &cfg);
+        let plan = &exp.accelerated.as_ref().unwrap().plan;
+        let eps = plan.epsilon_of(&plan.planned_ledger(plan.steps)).unwrap();
+        assert!(eps <= plan.epsilon, "{name}: {eps} > {}", plan.epsilon);
+        assert!(plan.epsilon - eps < 1e-12, "{name}: {eps}");
+        let res = train(&exp, 0);
+        assert!(res.summary.epsilon.unwrap() <= plan.epsilon, "{name}");
+    }
+    // ε = 1e300: the per-step inversion overflows (ε = inf would be written): refused.
+    let cfg = config(
+        dir.path(),
+        "huge",
+        "method = \"gd\"\nepsilon = 1e300",
+        100,
+        30,
+    );
+    let spec = dpx::config::load(&cfg).unwrap();
+    let err = match Experiment::build(spec, dir.path()) {
+        Ok(_) => panic!("a budget of 1e300 was accepted"),
+        Err(e) => e.to_string(),
+    };
+    assert!(err.contains("accelerated.epsilon"), "{err}");
+}

@@ -246,8 +246,45 @@ fn laplace_pure_matches_accelerated_table() {
         "--relation",
         "replace-one",
     ]);
-    assert!((v["scale"].as_f64().unwrap() - 1.4375).abs() < 1e-4, "{v}");
+    // Event scales are relative to the add/remove sensitivity (one example's L1 bound, S1/2 per
+    // example, S1/(2m) for the batch mean), and replace-one moves the query by twice that:
+    // the same b = 0.0575 is a scale of 0.0575·1000/20 = 2.875.
+    assert!((v["scale"].as_f64().unwrap() - 2.875).abs() < 2e-4, "{v}");
     assert!(v["epsilon"].as_f64().unwrap() <= 1.0);
+}
+
+#[test]
+fn replace_one_full_batch_counts_the_distance_two() {
+    // Two full-batch Gaussian steps at σ = 2.1117 under replace-one: a swap moves the clipped
+    // sum by up to 2C, so the exact ε at δ = 1e-5 is 6.162. Before the fix rdp and zcdp printed
+    // 3.00 and gdp 2.77 while pld printed 6.16.
+    let v = json_of(&[
+        "--noise-multiplier",
+        "2.111713409423828",
+        "--sample-rate",
+        "1",
+        "--steps",
+        "2",
+        "--delta",
+        "1e-5",
+        "--relation",
+        "replace-one",
+        "--all",
+    ]);
+    let results = v["results"].as_array().unwrap();
+    let mut seen = Vec::new();
+    for r in results {
+        let name = r["accountant"].as_str().unwrap();
+        if name == "adp-paper" || name == "zcdp-paper" {
+            continue;
+        }
+        let eps = r["epsilon"].as_f64().unwrap();
+        assert!(eps >= 6.16, "{name}: {eps} ({v})");
+        seen.push(name);
+    }
+    for name in ["rdp", "pld", "zcdp", "gdp"] {
+        assert!(seen.contains(&name), "{name} missing: {v}");
+    }
 }
 
 #[test]

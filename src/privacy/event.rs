@@ -85,6 +85,29 @@ impl DpEvent {
 }
 
 /// Which datasets count as neighbours. Fixed when an accountant is built.
+///
+/// # Sensitivity: one convention for every event and every accountant
+///
+/// A noise parameter in an event (`Gaussian::noise_multiplier`, `Laplace::scale`) is relative to
+/// the query's **add/remove-one sensitivity** Δ: the most that one record's presence can move
+/// the query (for a sum of per-example gradients clipped to norm C, Δ = C). The noise std is
+/// σ·Δ (Laplace: scale·Δ), formed only in `privacy::mechanism`.
+///
+/// - Add/remove one: a neighbouring dataset moves the query by at most Δ (distance 1 in units
+///   of Δ).
+/// - Replace one: one record's contribution g is swapped for another g′ with ‖g‖, ‖g′‖ ≤ Δ, so
+///   the query moves by up to ‖g − g′‖ ≤ 2Δ (distance 2). An unsampled Gaussian release is then
+///   the Gaussian mechanism at effective multiplier σ/2 (Laplace: scale/2); on a batch sampled
+///   without replacement, the base mechanism of the subsampling theorem (Wang, Balle,
+///   Kasiviswanathan 2019, Thm. 9; Balle, Barthe, Gaboardi 2018, Thm. 9) is that same σ/2
+///   mechanism; under Poisson sampling the PLD pair is the symmetric mixture
+///   (1−q)μ + qμ(· − Δ) against (1−q)μ + qμ(· + Δ) (dp_accounting's `REPLACE_ONE`).
+///
+/// [`NeighbouringRelation::sensitivity_factor`] is the one place that factor lives; every
+/// accountant divides its noise parameter by it (PLD builds the distance into its pairs). This
+/// is dp_accounting's PLD convention; its RDP accountant instead treats the noise multiplier as
+/// relative to the replace-one sensitivity, so the two disagree by a factor 2 in σ for unsampled
+/// replace-one releases (docs/accounting.md) — dpx keeps one convention everywhere.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum NeighbouringRelation {
@@ -94,6 +117,19 @@ pub enum NeighbouringRelation {
     AddOrRemoveOne,
     /// One dataset is the other with one record replaced by another.
     ReplaceOne,
+}
+
+impl NeighbouringRelation {
+    /// How far a neighbouring change can move a query, in units of its add/remove-one
+    /// sensitivity Δ: 1 under add/remove-one, 2 under replace-one (see the type's doc).
+    /// Accountants analyse a release of noise multiplier σ as the mechanism of multiplier
+    /// σ / `sensitivity_factor()` on a distance-1 query.
+    pub fn sensitivity_factor(self) -> f64 {
+        match self {
+            NeighbouringRelation::AddOrRemoveOne => 1.0,
+            NeighbouringRelation::ReplaceOne => 2.0,
+        }
+    }
 }
 
 /// The events of one run, in order, with consecutive identical events merged.

@@ -217,7 +217,7 @@ impl AcceleratedPlan {
             SensitivitySpec::FeatureBound { .. } => None,
             SensitivitySpec::L1Clip { l1_clip_norm } => Some(l1_clip_norm),
         };
-        Ok(AcceleratedPlan {
+        let mut plan = AcceleratedPlan {
             method,
             constants,
             planned_steps,
@@ -235,12 +235,62 @@ impl AcceleratedPlan {
             log_scores,
             epsilon_guaranteed: warnings.is_empty(),
             warnings,
-        })
+        };
+        plan.keep_within_budget(factor == 1.0).map_err(|found| {
+            TrainError::Config(ConfigError::OutOfRange {
+                at: at(),
+                key: "accelerated.epsilon".into(),
+                expected: "a budget whose per-step Laplace scales are finite and positive".into(),
+                found,
+            })
+        })?;
+        Ok(plan)
+    }
+
+    /// Refuse a plan whose accounted ε is not finite (a budget so large that the per-step
+    /// inversion overflows), and — when the noise is drawn at the planned scale — widen every
+    /// scale by a few ulps until the accounted ε (Σ ε_t in floating point) is at most the budget,
+    /// so rounding never writes more than `accelerated.epsilon` (0.30000000000000004 for 0.3).
+    fn keep_within_budget(&mut self, exact_scales: bool) -> Result<(), String> {
+        let spent = |p: &Self| {
+            p.epsilon_of(&p.planned_ledger(p.steps))
+                .map_err(|e| e.to_string())
+        };
+        let mut eps = spent(self)?;
+        if !eps.is_finite() || self.scales.iter().any(|s| !(s.is_finite() && *s > 0.0)) {
+            return Err(format!(
+                "{} (the accounted epsilon would be {eps})",
+                self.epsilon
+            ));
+        }
+        if !exact_scales {
+            return Ok(());
+        }
+        for _ in 0..64 {
+            if eps <= self.epsilon {
+                return Ok(());
+            }
+            for s in &mut self.scales {
+                *s *= 1.0 + 4.0 * f64::EPSILON;
+            }
+            eps = spent(self)?;
+        }
+        Err(format!(
+            "{} (rounding keeps the accounted epsilon at {eps})",
+            self.epsilon
+        ))
     }
 
     /// The event of a step whose Laplace mechanism has relative scale `scale`.
+    ///
+    /// `scale` is relative to the paper's sensitivity S1/m, which is already the replace-one
+    /// distance (S1 = 2 × one example's L1 bound, the two examples' gradients pointing apart).
+    /// Events carry noise relative to the add/remove sensitivity (one example's bound, S1/(2m)),
+    /// and accountants apply the replace-one distance 2 themselves
+    /// (`NeighbouringRelation::sensitivity_factor`), so the event's scale is 2·`scale`: the same
+    /// noise b_t, the same ε_t = 1/`scale`.
     pub fn event_for(&self, scale: f64) -> DpEvent {
-        let lap = DpEvent::laplace(scale);
+        let lap = DpEvent::laplace(scale * NeighbouringRelation::ReplaceOne.sensitivity_factor());
         if self.batch_size >= self.dataset_size {
             lap
         } else {
@@ -516,14 +566,18 @@ pub fn train_seed(
         let mut g = problem.weighted_feature_sum(rows, &coef);
         g.mapv_inplace(|v| v / m as f64);
         let scale = plan.scales[t];
+        // The same b_t = scale_t·S1/m, formed from the event's scale (relative to the add/remove
+        // sensitivity S1/(2m); see `AcceleratedPlan::event_for`): powers of two, exact bits.
+        let event = plan.event_for(scale);
+        let k = NeighbouringRelation::ReplaceOne.sensitivity_factor();
         add_laplace_noise(
             g.view_mut(),
-            scale,
-            plan.l1_sensitivity / m as f64,
+            scale * k,
+            plan.l1_sensitivity / k / m as f64,
             &mut rng_noise,
         )
         .map_err(|e| step_err(t as u64, e.to_string()))?;
-        ledger.record(plan.event_for(scale));
+        ledger.record(event);
         g.scaled_add(mu, &y);
         state.step(plan.method, g.view(), &p);
         observer.on_step(seed, t as u64 + 1, total);

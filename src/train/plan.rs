@@ -497,6 +497,18 @@ impl TrainingPlan {
         };
         let sigmas = sigmas_for(noise_multiplier, steps);
         self.check_split(spec, &sigmas[..(self.steps as usize).min(sigmas.len())], p)?;
+        // A run may only call its ε guaranteed when the accountant proves an upper bound for
+        // these events (GDP's central limit theorem on subsampled steps does not).
+        let report =
+            calibrate::epsilon_of(&factory, &run_event(noise_multiplier, self.steps), p.delta)
+                .map_err(accounting)?;
+        if !report.upper_bound {
+            warnings.push(format!(
+                "privacy.accountant = {}: its epsilon for this run is not a proven upper bound ({}); epsilon is not guaranteed (use \"rdp\" or \"pld\")",
+                p.accountant,
+                report.notes.join("; ")
+            ));
+        }
         Ok(PrivacyPlan {
             noise_multiplier,
             schedule: shape,

@@ -178,6 +178,7 @@ impl Accountant for AdpPaperAccountant {
             });
         }
         let t = &self.tally;
+        let mut upper_bound = true;
         let mut notes = vec![
             "the ADP-SGD paper's advanced-composition bound (Wu et al., Thm 4.1), for reproductions".to_string(),
         ];
@@ -194,6 +195,7 @@ impl Accountant for AdpPaperAccountant {
             let delta0 = delta / (12.5 * t.steps * q);
             let eps_step = 2.0 * (2.0 * (1.25 / delta0).ln()).sqrt() / t.min_z;
             if eps_step > 1.0 {
+                upper_bound = false;
                 notes.push(format!(
                         "the paper's condition epsilon_t <= 1 (Lemma A.1) fails (largest per-step epsilon_t = {eps_step:.3}): this is the paper's number, not a proven guarantee"
                     ));
@@ -208,6 +210,7 @@ impl Accountant for AdpPaperAccountant {
             accountant: AccountantKind::AdpPaper,
             order: None,
             notes,
+            upper_bound,
         })
     }
 

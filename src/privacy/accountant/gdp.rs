@@ -3,7 +3,8 @@
 //! approximation that can under-report ε; reports say "approximate").
 //!
 //! # Maths (Dong, Roth, Su 2019, "Gaussian Differential Privacy")
-//! - A full-batch Gaussian with noise multiplier σ is exactly (1/σ)-GDP; μ-GDP composes as
+//! - A full-batch Gaussian with noise multiplier σ is exactly (k/σ)-GDP (k = 1 add/remove-one,
+//!   k = 2 replace-one: `NeighbouringRelation::sensitivity_factor`); μ-GDP composes as
 //!   μ = √(Σ μ_t²) (Cor. 3.3), so full-batch schedules are exact.
 //! - A Poisson-subsampled Gaussian step contributes q²(e^{1/σ²} − 1) to μ² (the CLT of Thm. 3.6 /
 //!   Cor. 5.4 in Bu, Dong, Long, Su 2020, as Opacus's `GaussianAccountant`): approximate.
@@ -115,7 +116,9 @@ impl GdpAccountant {
                 if *noise_multiplier == 0.0 {
                     Ok((0.0, false, true))
                 } else {
-                    Ok((mult / noise_multiplier.powi(2), false, false))
+                    // μ = k/σ: a replacement moves the query by k = 2 sensitivities
+                    let k = self.relation.sensitivity_factor();
+                    Ok((mult * k * k / noise_multiplier.powi(2), false, false))
                 }
             }
             DpEvent::Laplace { .. } => {
@@ -225,6 +228,7 @@ impl Accountant for GdpAccountant {
             accountant: AccountantKind::Gdp,
             order: None,
             notes,
+            upper_bound: !self.approximate,
         })
     }
 

@@ -205,6 +205,11 @@ pub struct PrivacyReport {
     pub order: Option<f64>,
     /// Caveats the user must see: "upper bound", "approximate", "optimal order at the grid edge".
     pub notes: Vec<String>,
+    /// True when `epsilon` is a proven upper bound on the privacy loss of the composed events
+    /// (up to floating-point rounding). False for approximations (GDP's central limit theorem on
+    /// subsampled steps) and for a paper's bound used outside its stated conditions. A run whose
+    /// report is not an upper bound is marked `epsilon_guaranteed = false`.
+    pub upper_bound: bool,
 }
 
 /// An accountant: accumulates events and converts the total to (ε, δ).

@@ -3,8 +3,9 @@
 //! Must not: accept Gaussian releases (they are not pure DP).
 //!
 //! # Maths
-//! - Laplace with scale b (relative to the L1 sensitivity) is (1/b)-DP (Dwork and Roth 2014,
-//!   Thm. 3.6).
+//! - Laplace with scale b (relative to the add/remove L1 sensitivity Δ) is (k/b)-DP with k = 1
+//!   under add/remove-one and k = 2 under replace-one, where a replacement moves the query by up
+//!   to 2Δ (Dwork and Roth 2014, Thm. 3.6; [`NeighbouringRelation::sensitivity_factor`]).
 //! - Basic composition: ε values add (Dwork and Roth 2014, Thm. 3.16), δ = 0.
 //! - Poisson sampling with rate q, add/remove one: ln(1 + q(e^ε − 1)) (Balle, Barthe, Gaboardi
 //!   2018, "Privacy amplification by subsampling", Thm. 8).
@@ -56,10 +57,11 @@ impl PureAccountant {
             DpEvent::NonPrivate => Ok(f64::INFINITY),
             DpEvent::Laplace { scale } => {
                 check_scale(*scale)?;
+                // distance k = 1 (add/remove) or 2 (replace-one) in units of the sensitivity
                 Ok(if *scale == 0.0 {
                     f64::INFINITY
                 } else {
-                    1.0 / scale
+                    self.relation.sensitivity_factor() / scale
                 })
             }
             DpEvent::Gaussian { .. } => Err(self.unsupported(
@@ -160,6 +162,7 @@ impl Accountant for PureAccountant {
             accountant: AccountantKind::Pure,
             order: None,
             notes: vec!["pure DP: holds with delta = 0".into()],
+            upper_bound: true,
         })
     }
 

@@ -12,6 +12,10 @@
 //!   binomial coefficients of a fractional α alternate in sign), as Opacus does — not dp_accounting's
 //!   sum of absolute values, which is an upper bound (0.00531657 vs 0.00531629 at q=.04, σ=1.5,
 //!   α=3.9).
+//! - Sensitivity: every noise parameter is relative to the add/remove-one sensitivity; under
+//!   replace-one a release is analysed at distance 2 (σ/2, Laplace ε = 2/b), also as the base
+//!   mechanism of sampling without replacement (`NeighbouringRelation::sensitivity_factor`).
+//!   Poisson sampling is analysed under add/remove-one only.
 //! - Full-batch Gaussian: RDP(α) = α/(2σ²) (Mironov 2017, "Rényi Differential Privacy", Prop. 7).
 //! - Laplace with scale b (ε = 1/b): Mironov 2017 Prop. 6,
 //!   RDP(α) = ε + ln(1 + (α−1)(e^{(1−2α)ε} − 1)/(2α−1)) / (α−1).
@@ -24,7 +28,9 @@
 //!   ε(∞) = ∞), see [`rdp_wor_gaussian`]; fractional α interpolates the cumulant linearly between
 //!   ⌊α⌋ and ⌈α⌉ (their Cor. 10). dp_accounting additionally tightens the j ≥ 3 terms with
 //!   forward differences for α ≤ 256; dpx uses the plain bound, so it can be slightly larger
-//!   (more conservative) there.
+//!   (more conservative) there. Both without-replacement bounds are capped by the base
+//!   mechanism's RDP (joint quasi-convexity of the Rényi divergence), which they exceed near
+//!   q = 1, so ε never grows when the batch grows to the whole dataset.
 //! - Laplace on a batch sampled without replacement (replace one): the same Thm. 9 of Wang,
 //!   Balle, Kasiviswanathan 2019 with ε(∞) = 1/scale (Laplace is pure DP), see [`rdp_wor_laplace`].
 //! - Composition: RDP vectors add (Mironov 2017 Prop. 1), also across heterogeneous steps.
@@ -897,18 +903,24 @@ pub fn rdp_wor_gaussian(q: f64, sigma: f64, alpha: f64) -> f64 {
     if sigma == 0.0 || alpha.is_infinite() {
         return f64::INFINITY;
     }
+    let base = rdp_gaussian(sigma, alpha);
     if q == 1.0 {
-        return rdp_gaussian(sigma, alpha);
+        return base;
     }
-    if alpha.fract() == 0.0 {
-        return cgf_wor_gaussian_int(q, sigma, alpha as u64) / (alpha - 1.0);
-    }
-    let lo = alpha.floor();
-    let hi = alpha.ceil();
-    let t = alpha - lo;
-    let x = cgf_wor_gaussian_int(q, sigma, lo as u64);
-    let y = cgf_wor_gaussian_int(q, sigma, hi as u64);
-    ((1.0 - t) * x + t * y) / (alpha - 1.0)
+    // Subsampling never costs more than the base mechanism (Rényi divergence is jointly
+    // quasi-convex, and the coupled batches differ in at most the replaced record), so the
+    // smaller of the two bounds holds; near q = 1 Thm. 9 alone exceeds the base.
+    let bound = if alpha.fract() == 0.0 {
+        cgf_wor_gaussian_int(q, sigma, alpha as u64) / (alpha - 1.0)
+    } else {
+        let lo = alpha.floor();
+        let hi = alpha.ceil();
+        let t = alpha - lo;
+        let x = cgf_wor_gaussian_int(q, sigma, lo as u64);
+        let y = cgf_wor_gaussian_int(q, sigma, hi as u64);
+        ((1.0 - t) * x + t * y) / (alpha - 1.0)
+    };
+    bound.min(base)
 }
 
 /// Upper bound on the cumulant (α−1)·RDP(α) at an integer order α ≥ 2 of the Laplace mechanism
@@ -949,19 +961,21 @@ pub fn rdp_wor_laplace(q: f64, eps: f64, alpha: f64) -> f64 {
     if eps.is_infinite() || alpha.is_infinite() {
         return f64::INFINITY;
     }
-    if alpha < 2.0 {
+    let bound = if alpha < 2.0 {
         // Below order 2 the bound at order 2 holds (RDP is non-decreasing in α).
-        return cgf_wor_laplace_int(q, eps, 2);
-    }
-    if alpha.fract() == 0.0 {
-        return cgf_wor_laplace_int(q, eps, alpha as u64) / (alpha - 1.0);
-    }
-    let lo = alpha.floor();
-    let hi = alpha.ceil();
-    let t = alpha - lo;
-    let x = cgf_wor_laplace_int(q, eps, lo as u64);
-    let y = cgf_wor_laplace_int(q, eps, hi as u64);
-    ((1.0 - t) * x + t * y) / (alpha - 1.0)
+        cgf_wor_laplace_int(q, eps, 2)
+    } else if alpha.fract() == 0.0 {
+        cgf_wor_laplace_int(q, eps, alpha as u64) / (alpha - 1.0)
+    } else {
+        let lo = alpha.floor();
+        let hi = alpha.ceil();
+        let t = alpha - lo;
+        let x = cgf_wor_laplace_int(q, eps, lo as u64);
+        let y = cgf_wor_laplace_int(q, eps, hi as u64);
+        ((1.0 - t) * x + t * y) / (alpha - 1.0)
+    };
+    // Never above the base mechanism (joint quasi-convexity, as for the Gaussian).
+    bound.min(rdp_laplace(eps, alpha))
 }
 
 /// The (ε, δ) conversion's per-order ε (before the minimum over orders); non-decreasing in `rdp`.
@@ -1540,12 +1554,15 @@ impl RdpAccountant {
     }
 
     fn flatten(&self, event: &DpEvent, mult: u64, out: &mut Flat) -> Result<(), AccountingError> {
+        let k = self.relation.sensitivity_factor();
         match event {
             DpEvent::NoOp => Ok(()),
             DpEvent::NonPrivate => {
                 out.non_private = true;
                 Ok(())
             }
+            // Unsampled releases: the query moves by `k` times its add/remove sensitivity
+            // (2 under replace-one), so the mechanism is analysed at σ/k (Laplace: ε = k/b).
             DpEvent::Gaussian { noise_multiplier } => {
                 check_noise_multiplier(*noise_multiplier)?;
                 if *noise_multiplier == 0.0 {
@@ -1553,7 +1570,7 @@ impl RdpAccountant {
                 } else if mult > 0 {
                     out.kernels.push((
                         RdpKernel::Gaussian {
-                            sigma: *noise_multiplier,
+                            sigma: *noise_multiplier / k,
                         },
                         mult,
                     ));
@@ -1566,7 +1583,7 @@ impl RdpAccountant {
                     out.non_private = true;
                 } else if mult > 0 {
                     out.kernels
-                        .push((RdpKernel::Laplace { eps: 1.0 / scale }, mult));
+                        .push((RdpKernel::Laplace { eps: k / scale }, mult));
                 }
                 Ok(())
             }
@@ -1639,6 +1656,8 @@ impl RdpAccountant {
                     ));
                 }
                 let q = *batch_size as f64 / *dataset_size as f64;
+                // The base mechanism of Wang et al.'s theorem is the release on the batch under
+                // replace-one: distance 2 in units of the add/remove sensitivity (σ/2, ε = 2/b).
                 if let DpEvent::Laplace { scale } = **inner {
                     if q == 0.0 || mult == 0 {
                         return Ok(());
@@ -1647,21 +1666,17 @@ impl RdpAccountant {
                         out.non_private = true;
                     } else if q == 1.0 {
                         out.kernels
-                            .push((RdpKernel::Laplace { eps: 1.0 / scale }, mult));
+                            .push((RdpKernel::Laplace { eps: k / scale }, mult));
                     } else {
-                        out.kernels.push((
-                            RdpKernel::WorLaplace {
-                                q,
-                                eps: 1.0 / scale,
-                            },
-                            mult,
-                        ));
+                        out.kernels
+                            .push((RdpKernel::WorLaplace { q, eps: k / scale }, mult));
                     }
                     return Ok(());
                 }
                 match effective_gaussian_noise_multiplier(inner) {
                     Ok(None) => Ok(()),
                     Ok(Some(sigma)) => {
+                        let sigma = sigma / k;
                         if q == 0.0 || mult == 0 {
                         } else if sigma == 0.0 {
                             out.non_private = true;
@@ -2024,6 +2039,7 @@ impl Accountant for RdpAccountant {
             accountant: AccountantKind::Rdp,
             order: None,
             notes: Vec::new(),
+            upper_bound: true,
         };
         if self.non_private {
             report.epsilon = f64::INFINITY;

@@ -4,9 +4,11 @@
 //! no sound generic amplification; use `rdp` or `pld` for minibatches).
 //!
 //! # Maths
-//! - Gaussian with noise multiplier σ: ρ = 1/(2σ²)-zCDP (Bun and Steinke 2016, Prop. 1.6);
-//!   ρ adds under composition (Lemma 1.7), so a schedule gives ρ = Σ_t 1/(2σ_t²).
-//! - Laplace with scale b is (1/b)-DP, hence (1/(2b²))-zCDP (Bun and Steinke 2016, Prop. 1.4).
+//! - Gaussian with noise multiplier σ: ρ = k²/(2σ²)-zCDP (Bun and Steinke 2016, Prop. 1.6),
+//!   where k = 1 under add/remove-one and k = 2 under replace-one (a replacement moves the query
+//!   by twice its sensitivity; `NeighbouringRelation::sensitivity_factor`); ρ adds under
+//!   composition (Lemma 1.7), so a schedule gives ρ = Σ_t k²/(2σ_t²).
+//! - Laplace with scale b is (k/b)-DP, hence (k²/(2b²))-zCDP (Bun and Steinke 2016, Prop. 1.4).
 //! - Standard conversion: ε = ρ + 2√(ρ ln(1/δ)) (Bun and Steinke 2016, Prop. 1.3; the
 //!   dynamic-noise paper's Lemma B.3). Inverse: δ = exp(−(ε − ρ)²/(4ρ)) for ε ≥ ρ.
 //! - Tight conversion: Canonne, Kamath, Steinke 2020 ("The Discrete Gaussian for Differential
@@ -166,7 +168,9 @@ impl ZcdpAccountant {
 
     /// (ρ added, non-private) for `event` taken `mult` times, without mutation.
     fn rho_of(&self, event: &DpEvent, mult: f64) -> Result<(f64, bool), AccountingError> {
-        let _ = self.relation; // full-batch Gaussians are analysed the same under both relations
+        // A neighbouring change moves the query by k = 1 (add/remove) or 2 (replace-one) times
+        // its sensitivity: ρ = k²/(2σ²) (Bun and Steinke 2016, Prop. 1.6).
+        let k = self.relation.sensitivity_factor();
         match event {
             DpEvent::NoOp => Ok((0.0, false)),
             DpEvent::NonPrivate => Ok((0.0, true)),
@@ -175,7 +179,10 @@ impl ZcdpAccountant {
                 if *noise_multiplier == 0.0 {
                     Ok((0.0, true))
                 } else {
-                    Ok((mult / (2.0 * noise_multiplier * noise_multiplier), false))
+                    Ok((
+                        mult * k * k / (2.0 * noise_multiplier * noise_multiplier),
+                        false,
+                    ))
                 }
             }
             DpEvent::Laplace { scale } => {
@@ -188,7 +195,8 @@ impl ZcdpAccountant {
                 if *scale == 0.0 {
                     Ok((0.0, true))
                 } else {
-                    Ok((mult / (2.0 * scale * scale), false))
+                    // (k/b)-DP implies (k/b)²/2-zCDP (Bun and Steinke 2016, Prop. 1.4)
+                    Ok((mult * k * k / (2.0 * scale * scale), false))
                 }
             }
             DpEvent::PoissonSampled {
@@ -284,6 +292,7 @@ impl Accountant for ZcdpAccountant {
             accountant: self.kind_(),
             order: None,
             notes,
+            upper_bound: true,
         })
     }
 

@@ -37,6 +37,8 @@ pub struct PldAccountant {
     interval: f64,
     pld: PrivacyLossDistribution,
     non_private: bool,
+    /// True for [`PldAccountant::lower_estimate`]: ε is a lower estimate, not a guarantee.
+    lower: bool,
 }
 
 /// One mechanism of the multiset an event tree flattens to.
@@ -129,6 +131,35 @@ impl PldAccountant {
             interval: value_discretization_interval,
             pld: PrivacyLossDistribution::identity(value_discretization_interval),
             non_private: false,
+            lower: false,
+        }
+    }
+
+    /// An accountant whose ε and δ are **lower** estimates of the true ones: each mechanism's
+    /// privacy loss is rounded down ([`PrivacyLossDistribution::lower_estimate`]) and composed
+    /// without tail truncation, so grids grow with the number of distinct mechanisms and steps
+    /// (for tests and audits of the upper-bound accountants, not for runs). It also covers what
+    /// the pessimistic accountant refuses, through realisable neighbouring pairs: sampling
+    /// without replacement under replace-one (the symmetric pair at q = m/n, or the full batch
+    /// when m = n under either relation) and Poisson-subsampled Laplace under replace-one.
+    /// Reports say `upper_bound = false`.
+    pub fn lower_estimate(
+        relation: NeighbouringRelation,
+        value_discretization_interval: f64,
+    ) -> PldAccountant {
+        PldAccountant {
+            lower: true,
+            ..PldAccountant::new(relation, value_discretization_interval)
+        }
+    }
+
+    /// Tail mass each composition may truncate: none for a lower estimate (the pessimistic
+    /// truncation would add mass at +∞).
+    fn truncation(&self) -> f64 {
+        if self.lower {
+            0.0
+        } else {
+            TAIL_MASS_TRUNCATION
         }
     }
 
@@ -165,7 +196,8 @@ impl PldAccountant {
         let mut plan = Plan::default();
         self.walk(event, count, &mut plan)?;
         // Refuse in the dry run what the factories could not allocate (the grid `build` uses).
-        for &(m, k) in &plan.mechanisms {
+        // A lower estimate's factories check their own grids.
+        for &(m, k) in plan.mechanisms.iter().filter(|_| !self.lower) {
             let (noise, q) = match noise_of(m) {
                 (Noise::Gaussian { noise_multiplier }, 1.0) => (
                     Noise::Gaussian {
@@ -196,6 +228,23 @@ impl PldAccountant {
             } => {
                 check_rate(*sample_rate)?;
                 self.sampled(inner, *sample_rate, count, plan)
+            }
+            DpEvent::SampledWithoutReplacement {
+                dataset_size,
+                batch_size,
+                event: inner,
+            } if self.lower && batch_size <= dataset_size && *dataset_size > 0 => {
+                let q = *batch_size as f64 / *dataset_size as f64;
+                match self.relation {
+                    NeighbouringRelation::ReplaceOne => self.sampled(inner, q, count, plan),
+                    NeighbouringRelation::AddOrRemoveOne if q == 1.0 => {
+                        self.sampled(inner, 1.0, count, plan)
+                    }
+                    NeighbouringRelation::AddOrRemoveOne => Err(unsupported(
+                        event,
+                        "no realisable pair is built for sampling without replacement under add/remove-one",
+                    )),
+                }
             }
             DpEvent::SampledWithoutReplacement { .. } => Err(unsupported(
                 event,
@@ -251,7 +300,11 @@ impl PldAccountant {
             }
             DpEvent::Laplace { scale } => {
                 check_noise("scale", *scale)?;
-                if self.relation == NeighbouringRelation::ReplaceOne && rate < 1.0 && rate > 0.0 {
+                if self.relation == NeighbouringRelation::ReplaceOne
+                    && rate < 1.0
+                    && rate > 0.0
+                    && !self.lower
+                {
                     return Err(unsupported(
                         event,
                         "Poisson-subsampled Laplace under replace-one",
@@ -304,6 +357,24 @@ impl PldAccountant {
 
     /// The PLD of mechanism `m` run `count` times.
     fn build(&self, m: Mechanism, count: u64) -> Result<PrivacyLossDistribution, AccountingError> {
+        if self.lower {
+            let (noise, q) = match noise_of(m) {
+                (Noise::Gaussian { noise_multiplier }, 1.0) => (
+                    Noise::Gaussian {
+                        noise_multiplier: noise_multiplier / (count as f64).sqrt(),
+                    },
+                    1.0,
+                ),
+                other => other,
+            };
+            let one =
+                PrivacyLossDistribution::lower_estimate(noise, q, self.relation, self.interval)?;
+            return if matches!(noise, Noise::Gaussian { .. }) && q == 1.0 {
+                Ok(one)
+            } else {
+                one.self_compose(count, 0.0)
+            };
+        }
         match m {
             // T full-batch Gaussian releases = one Gaussian with σ/√T (exact).
             Mechanism::Gaussian {
@@ -337,6 +408,12 @@ impl PldAccountant {
     }
 
     fn notes(&self) -> Vec<String> {
+        if self.lower {
+            return vec![format!(
+                "lower estimate: privacy losses rounded down on a grid of {}, no tail truncation",
+                self.interval
+            )];
+        }
         vec![format!(
             "upper bound: pessimistic (connect-the-dots) discretisation of the privacy loss on a \
              grid of {}, tails truncated pessimistically",
@@ -386,7 +463,7 @@ impl Accountant for PldAccountant {
         let mut pld = self.pld.clone();
         for (m, k) in plan.mechanisms {
             let next = self.build(m, k)?;
-            pld = pld.compose(&next, TAIL_MASS_TRUNCATION)?;
+            pld = pld.compose(&next, self.truncation())?;
         }
         self.pld = pld;
         Ok(())
@@ -403,6 +480,17 @@ impl Accountant for PldAccountant {
         let epsilon = if self.non_private {
             f64::INFINITY
         } else {
+            // Gaussian and Laplace losses are finite: all mass at +∞ is the pessimistic tail
+            // truncation (about 1e-15 per composition). A δ at or below it would give ε = ∞,
+            // which is the truncation speaking, not the mechanism: say so.
+            let truncated = self.pld.infinity_mass();
+            if delta > 0.0 && delta <= truncated {
+                return Err(AccountingError::InvalidParameter {
+                    name: "delta",
+                    value: delta,
+                    expected: "a delta above the PLD accountant's pessimistically truncated tail mass (about 1e-15 per composed mechanism); use the rdp accountant for smaller delta",
+                });
+            }
             self.pld.epsilon_for_delta(delta)
         };
         Ok(PrivacyReport {
@@ -411,6 +499,7 @@ impl Accountant for PldAccountant {
             accountant: AccountantKind::Pld,
             order: None,
             notes: self.notes(),
+            upper_bound: !self.lower,
         })
     }
 
@@ -443,6 +532,44 @@ mod tests {
 
     fn sgm(q: f64, sigma: f64) -> DpEvent {
         DpEvent::poisson_sampled(q, DpEvent::gaussian(sigma))
+    }
+
+    #[test]
+    fn delta_below_the_truncated_mass_is_refused_not_infinite() {
+        // δ ≤ 1e-15 used to give ε = ∞ (the truncation's mass at +∞), and calibration then
+        // blamed σ > 1e6; it is now an error that names delta and the rdp alternative.
+        let mut acc = PldAccountant::new(ADD_REMOVE, 1e-4);
+        acc.compose(&sgm(0.01, 1.0), 100).unwrap();
+        let err = acc.epsilon(1e-16).unwrap_err();
+        assert!(
+            matches!(&err, AccountingError::InvalidParameter { name: "delta", expected, .. } if expected.contains("rdp")),
+            "{err}"
+        );
+        assert!(acc.epsilon(1e-12).unwrap().epsilon.is_finite());
+    }
+
+    #[test]
+    fn lower_estimate_is_below_the_upper_bound_and_close_to_it() {
+        for relation in [ADD_REMOVE, NeighbouringRelation::ReplaceOne] {
+            let mut upper = PldAccountant::new(relation, 1e-3);
+            let mut lower = PldAccountant::lower_estimate(relation, 1e-3);
+            upper.compose(&sgm(0.05, 1.2), 40).unwrap();
+            lower.compose(&sgm(0.05, 1.2), 40).unwrap();
+            let (u, l) = (upper.epsilon(1e-5).unwrap(), lower.epsilon(1e-5).unwrap());
+            assert!(u.upper_bound && !l.upper_bound);
+            assert!(
+                l.epsilon <= u.epsilon,
+                "{relation:?}: {} > {}",
+                l.epsilon,
+                u.epsilon
+            );
+            assert!(
+                u.epsilon - l.epsilon < 0.05 * u.epsilon,
+                "{relation:?}: {} vs {}",
+                l.epsilon,
+                u.epsilon
+            );
+        }
     }
 
     /// Exact δ(ε) of μ-GDP (Dong, Roth, Su 2019, Cor. 2.13): Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2).

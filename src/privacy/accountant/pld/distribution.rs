@@ -110,6 +110,61 @@ impl PrivacyLossDistribution {
         Ok(Self { remove, add })
     }
 
+    /// A *lower* estimate of the PLD of a (Poisson-subsampled, `sample_rate` ∈ (0, 1]) Gaussian
+    /// or Laplace mechanism: each direction's privacy loss L is rounded **down** to the grid
+    /// `interval·ℤ` (mass P[L ∈ [kΔ, (k+1)Δ)] at kΔ, from the exact loss CDF), losses below the
+    /// covered range are dropped and losses above it are put at its top point. Each change can
+    /// only lower δ(ε) = E[(1 − e^{ε−L})₊] (a non-decreasing function of L on a sub-probability
+    /// measure), and so can every composition of such PMFs without tail truncation (pass 0).
+    /// For the cross-accountant test: an upper-bound accountant must never report less.
+    ///
+    /// Under replace-one every sampling rate (Laplace included) uses the symmetric pair of
+    /// [`super::mechanism`]: a realisable pair of neighbouring datasets (one record's clipped
+    /// contribution +Δe₁ swapped for −Δe₁, all others zero), hence a valid lower bound for
+    /// Poisson sampling and for sampling without replacement at q = m/n alike.
+    pub fn lower_estimate(
+        noise: Noise,
+        sample_rate: f64,
+        relation: NeighbouringRelation,
+        interval: f64,
+    ) -> Result<Self, AccountingError> {
+        let losses: Vec<AdditiveNoiseLoss> = match relation {
+            NeighbouringRelation::AddOrRemoveOne if sample_rate == 1.0 => {
+                vec![AdditiveNoiseLoss::any(noise, 1.0, Adjacency::Remove)]
+            }
+            NeighbouringRelation::AddOrRemoveOne => vec![
+                AdditiveNoiseLoss::any(noise, sample_rate, Adjacency::Remove),
+                AdditiveNoiseLoss::any(noise, sample_rate, Adjacency::Add),
+            ],
+            NeighbouringRelation::ReplaceOne => {
+                vec![AdditiveNoiseLoss::any(
+                    noise,
+                    sample_rate,
+                    Adjacency::Replace,
+                )]
+            }
+        };
+        let mut pmfs = Vec::with_capacity(2);
+        for loss in &losses {
+            let (lo, n) = grid(loss, interval)?;
+            let at_least: Vec<f64> = (0..n)
+                .map(|k| loss.upper_mass_at_least((lo + k as i64) as f64 * interval))
+                .collect();
+            let probs: Vec<f64> = (0..n)
+                .map(|k| {
+                    let above = at_least.get(k + 1).copied().unwrap_or(0.0);
+                    (at_least[k] - above).max(0.0)
+                })
+                .collect();
+            pmfs.push(DiscretePmf::from_parts(interval, lo, probs, 0.0));
+        }
+        let add = if pmfs.len() > 1 { pmfs.pop() } else { None };
+        let remove = pmfs.pop().ok_or_else(|| {
+            AccountingError::Numerical("no privacy-loss direction was built".to_string())
+        })?;
+        Ok(Self { remove, add })
+    }
+
     /// The number of grid points the factory for this mechanism would allocate (per direction),
     /// without allocating: lets a dry run refuse what could not be built.
     pub fn grid_points(
@@ -135,6 +190,13 @@ impl PrivacyLossDistribution {
     /// The add-direction PMF (the remove one when symmetric).
     pub fn pmf_add(&self) -> &DiscretePmf {
         self.add.as_ref().unwrap_or(&self.remove)
+    }
+
+    /// The larger mass at +∞ of the two directions.
+    pub fn infinity_mass(&self) -> f64 {
+        self.remove
+            .infinity_mass()
+            .max(self.pmf_add().infinity_mass())
     }
 
     /// True when both directions share one PMF.
@@ -239,7 +301,7 @@ fn grid(loss: &AdditiveNoiseLoss, interval: f64) -> Result<(i64, usize), Account
     if !(lo.is_finite() && hi.is_finite()) || span > MAX_SUPPORT as f64 || span < 1.0 {
         return Err(AccountingError::Numerical(format!(
             "the privacy loss spans [{}, {}]: {} grid points of {interval} (limit {MAX_SUPPORT}); \
-             use a larger value_discretization_interval",
+             use a coarser PLD discretisation interval (dpx account --pld-interval) or the rdp accountant",
             range.epsilon_lower, range.epsilon_upper, span
         )));
     }

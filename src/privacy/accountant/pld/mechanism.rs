@@ -81,13 +81,33 @@ impl AdditiveNoiseLoss {
         if laplace && adjacency == Adjacency::Replace && sample_rate < 1.0 {
             return None;
         }
-        Some(Self {
+        Some(Self::any(noise, sample_rate, adjacency))
+    }
+
+    /// Like [`AdditiveNoiseLoss::new`], also for subsampled Laplace under replace-one, whose
+    /// inverse loss is found by bisection: good enough for a lower estimate (an inexact x_ε
+    /// only moves mass between neighbouring rounded-down bins), not for the pessimistic
+    /// factories, which need δ(ε) exactly at the grid points.
+    pub fn any(noise: Noise, sample_rate: f64, adjacency: Adjacency) -> Self {
+        Self {
             noise,
             sample_rate,
             adjacency,
             log_q: sample_rate.ln(),
             log_1m_q: (-sample_rate).ln_1p(),
-        })
+        }
+    }
+
+    /// P[ℓ(X) ≥ ε] for X ~ μ_upper, = μ_upper(X ≤ x_ε) (ℓ is non-increasing).
+    pub fn upper_mass_at_least(&self, epsilon: f64) -> f64 {
+        let x = self.inverse_privacy_loss(epsilon);
+        if x == f64::INFINITY {
+            1.0
+        } else if x == f64::NEG_INFINITY {
+            0.0
+        } else {
+            self.mu_upper_cdf(x)
+        }
     }
 
     /// The sampling rate q.
@@ -257,7 +277,31 @@ impl AdditiveNoiseLoss {
     fn inverse_loss_replace(&self, epsilon: f64) -> f64 {
         let sigma2 = match self.noise {
             Noise::Gaussian { noise_multiplier } => noise_multiplier * noise_multiplier,
-            // Full-batch Laplace under replace-one (`new` refuses q < 1):
+            // Subsampled Laplace under replace-one (only through `any`): ℓ is continuous,
+            // non-increasing, and constant outside [−1, 1]; bisect there.
+            Noise::Laplace { .. } if self.sample_rate < 1.0 => {
+                let (top, bottom) = (self.privacy_loss(-1.0), self.privacy_loss(1.0));
+                if epsilon > top {
+                    return f64::NEG_INFINITY;
+                }
+                if epsilon <= bottom {
+                    return f64::INFINITY;
+                }
+                let (mut lo, mut hi) = (-1.0f64, 1.0f64);
+                for _ in 0..200 {
+                    let mid = 0.5 * (lo + hi);
+                    if mid <= lo || mid >= hi {
+                        break;
+                    }
+                    if self.privacy_loss(mid) >= epsilon {
+                        lo = mid;
+                    } else {
+                        hi = mid;
+                    }
+                }
+                return lo;
+            }
+            // Full-batch Laplace under replace-one:
             // ℓ(x) = (|1 − x| − |1 + x|)/b = −2x/b on [−1, 1], constant ∓2/b outside.
             Noise::Laplace { scale } => {
                 let t = epsilon * scale / 2.0;
