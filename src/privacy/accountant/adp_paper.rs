@@ -12,7 +12,7 @@
 //! needs each step's ε_t = 2√(2 ln(1.25/δ₀))/z_t ≤ 1 with δ₀ = δ/(12.5·T·q) (Lemma A.1); when it
 //! fails the report notes that the number is the paper's, not a proven bound.
 
-use crate::privacy::accountant::rdp::{
+use crate::privacy::accountant::checks::{
     check_gaussians, describe, effective_gaussian_noise_multiplier,
 };
 use crate::privacy::accountant::{Accountant, AccountantKind, AccountingError, PrivacyReport};

@@ -11,7 +11,7 @@
 //! - Duality (Cor. 2.13): δ(ε) = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2); ε(δ) by bisection, returning
 //!   the upper end.
 
-use crate::privacy::accountant::rdp::{
+use crate::privacy::accountant::checks::{
     check_gaussians, describe, effective_gaussian_noise_multiplier,
 };
 use crate::privacy::accountant::{Accountant, AccountantKind, AccountingError, PrivacyReport};
@@ -112,7 +112,7 @@ impl GdpAccountant {
             DpEvent::NoOp => Ok((0.0, false, false)),
             DpEvent::NonPrivate => Ok((0.0, false, true)),
             DpEvent::Gaussian { noise_multiplier } => {
-                crate::privacy::accountant::rdp::check_noise_multiplier(*noise_multiplier)?;
+                crate::privacy::accountant::checks::check_noise_multiplier(*noise_multiplier)?;
                 if *noise_multiplier == 0.0 {
                     Ok((0.0, false, true))
                 } else {

@@ -16,6 +16,7 @@ use serde::Serialize;
 use crate::privacy::event::{DpEvent, NeighbouringRelation};
 
 pub mod adp_paper;
+pub(crate) mod checks;
 pub mod gdp;
 pub mod pld;
 pub mod pure;

@@ -12,7 +12,7 @@
 //! - Sampling m of n without replacement, replace one: ln(1 + (m/n)(e^ε − 1)) (the same paper,
 //!   Thm. 9; accelerated.md §2 eq. 11).
 
-use crate::privacy::accountant::rdp::{check_scale, describe};
+use crate::privacy::accountant::checks::{check_scale, describe};
 use crate::privacy::accountant::{Accountant, AccountantKind, AccountingError, PrivacyReport};
 use crate::privacy::event::{DpEvent, NeighbouringRelation};
 

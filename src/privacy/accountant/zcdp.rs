@@ -17,7 +17,7 @@
 //!   ρ(α−1)² + ln δ + ln α = 0 (unique: the left side increases in α).
 //! - The paper's budget (dynamic_noise.md §2): ρ(ε, δ) = (√(ε + L) − √L)², L = ln(1/δ).
 
-use crate::privacy::accountant::rdp::{check_gaussians, check_noise_multiplier, describe};
+use crate::privacy::accountant::checks::{check_gaussians, check_noise_multiplier, describe};
 use crate::privacy::accountant::{
     Accountant, AccountantKind, AccountingError, PrivacyReport, ZcdpConversion,
 };
@@ -191,7 +191,7 @@ impl ZcdpAccountant {
                         self.unsupported(event, "the paper's bound covers Gaussian steps only")
                     );
                 }
-                crate::privacy::accountant::rdp::check_scale(*scale)?;
+                crate::privacy::accountant::checks::check_scale(*scale)?;
                 if *scale == 0.0 {
                     Ok((0.0, true))
                 } else {

@@ -337,7 +337,8 @@ impl PldAccountant {
             // count or histogram) are one Gaussian mechanism on the concatenated query, with
             // σ^−2 = Σ σ_i^−2 (DC-SGD Thm 2): exactly the subsampled Gaussian of that σ.
             DpEvent::Composed(_) => {
-                match crate::privacy::accountant::rdp::effective_gaussian_noise_multiplier(event) {
+                match crate::privacy::accountant::checks::effective_gaussian_noise_multiplier(event)
+                {
                     Ok(None) => Ok(()),
                     Ok(Some(sigma)) => self.sampled(&DpEvent::gaussian(sigma), rate, count, plan),
                     Err(_) => Err(unsupported(
