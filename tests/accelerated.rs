@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
 use dpx::train::prepare::Experiment;
-use dpx::train::run::{SeedEnd, SeedResult, Silent, train_seed};
+use dpx::train::{SeedEnd, SeedResult, Silent, train_seed};
 
 /// A small version of the paper's problem (n = 2000, d = 20) with `accelerated` as the
 /// `[accelerated]` table and `batch` the batch size.

@@ -10,7 +10,7 @@ use predicates::prelude::*;
 
 use dpx::audit::{AuditNoise, AuditOptions, audit_seed, claimed_epsilon};
 use dpx::train::prepare::Experiment;
-use dpx::train::run::{SeedEnd, Silent, train_seed};
+use dpx::train::{SeedEnd, Silent, train_seed};
 
 fn dpx() -> Command {
     Command::cargo_bin("dpx").expect("the dpx binary is built")

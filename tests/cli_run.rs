@@ -8,7 +8,7 @@ use assert_cmd::Command;
 use predicates::prelude::*;
 
 use dpx::train::prepare::Experiment;
-use dpx::train::run::{SeedEnd, Silent, train_seed};
+use dpx::train::{SeedEnd, Silent, train_seed};
 
 fn dpx() -> Command {
     Command::cargo_bin("dpx").expect("the dpx binary is built")

@@ -12,7 +12,7 @@ use predicates::prelude::*;
 
 use dpx::privacy::event::DpEvent;
 use dpx::train::prepare::Experiment;
-use dpx::train::run::{SeedEnd, SeedResult, Silent, train_seed};
+use dpx::train::{SeedEnd, SeedResult, Silent, train_seed};
 
 fn dpx() -> Command {
     Command::cargo_bin("dpx").expect("the dpx binary is built")

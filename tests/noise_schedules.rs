@@ -9,7 +9,7 @@ use dpx::privacy::calibrate::epsilon_of;
 use dpx::privacy::event::{DpEvent, EventLedger};
 use dpx::train::plan::TrainingPlan;
 use dpx::train::prepare::Experiment;
-use dpx::train::run::{SeedEnd, Silent, train_seed};
+use dpx::train::{SeedEnd, Silent, train_seed};
 
 /// A config on the synthetic Gaussian mixture (n_train = `n`); `train` and `rest` are appended
 /// to the `[train]` table and the end.

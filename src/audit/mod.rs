@@ -58,7 +58,7 @@ use crate::privacy::secure_rng::SecureGaussian;
 use crate::privacy::special::log_add_exp;
 use crate::train::TrainError;
 use crate::train::prepare::Experiment;
-use crate::train::run::{
+use crate::train::seed::{
     NoiseSource, STREAM_INIT, STREAM_NOISE, STREAM_SAMPLING, stream_rng, stream_seed,
 };
 use bound::{BoundError, epsilon_lower_bound};
@@ -257,7 +257,7 @@ pub fn audit_seed(
     let mut rng_canaries = stream_rng(seed, STREAM_CANARY_SAMPLING);
     let mut scores = vec![0.0f64; opts.canaries];
 
-    // The run itself, as `train::run::train_seed` does it.
+    // The run itself, as `train::run::train_seed` does it (its set-up and step phases).
     let data_sampler = PoissonSampler::new(train.len(), q).map_err(TrainError::from)?;
     let mut params = model.init_params(stream_seed(seed, STREAM_INIT));
     let mut opt_state = plan.optimizer.init_state(params.len());

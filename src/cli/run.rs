@@ -28,7 +28,7 @@ use crate::config::spec::Threads;
 use crate::report::atomic::write_atomic;
 use crate::train::metrics::{MetricsRow, SeedStatus};
 use crate::train::prepare::Experiment;
-use crate::train::run::{Observer, SeedEnd, train_seed};
+use crate::train::{Observer, SeedEnd, train_seed};
 
 /// Arguments of `dpx run`.
 #[derive(Debug, clap::Args)]

@@ -2,7 +2,7 @@
 //! rayon pool, resume completed jobs, run one shard of the jobs, or write a Slurm array script.
 //!
 //! Orchestration only: expansion, the directory layout and merging live in [`crate::sweep`];
-//! training is [`crate::train::run::train_seed`]. Data is prepared once per distinct `[data]`
+//! training is [`crate::train::train_seed`]. Data is prepared once per distinct `[data]`
 //! spec and shared by every point and seed that uses it.
 
 use std::collections::HashMap;
@@ -26,7 +26,7 @@ use crate::train::TrainError;
 use crate::train::metrics::SeedStatus;
 use crate::train::plan::TrainingPlan;
 use crate::train::prepare::{Experiment, PreparedData, build_model, prepare_data};
-use crate::train::run::{SeedEnd, Silent, train_seed};
+use crate::train::{SeedEnd, Silent, train_seed};
 
 /// Arguments of `dpx sweep`.
 #[derive(Debug, clap::Args)]

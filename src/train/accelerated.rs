@@ -34,7 +34,7 @@ use ndarray::Array1;
 use super::TrainError;
 use super::metrics::{MetricsRow, SeedStatus, SummaryRow};
 use super::prepare::{Experiment, PreparedData};
-use super::run::{Observer, SeedEnd, SeedResult, stream_rng};
+use super::seed::{Observer, STREAM_NOISE, STREAM_SAMPLING, SeedEnd, SeedResult, stream_rng};
 use crate::config::kinds::{AcceleratedMethodKind, BoundConstantsKind, LaplaceParameterKind};
 use crate::config::spec::{
     AcceleratedSpec, ExperimentSpec, MomentumSpec, SensitivitySpec, SmoothnessSpec,
@@ -54,10 +54,6 @@ use crate::privacy::mechanism::add_laplace_noise;
 use crate::privacy::noise_dividing::{
     BoundConstants, BoundInputs, ScoreInputs, cube_root_split, laplace_scale_for, uniform_split,
 };
-
-/// Stream ids of a seed's random streams (as in `run.rs`).
-const STREAM_SAMPLING: u64 = 2;
-const STREAM_NOISE: u64 = 3;
 
 /// The planned accelerated run: everything that does not depend on random draws.
 #[derive(Debug, Clone, PartialEq)]

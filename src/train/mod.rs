@@ -5,10 +5,12 @@
 //! - [`plan`]: the planned run (steps, σ_t, learning rates, sampling, the events every step
 //!   releases) from the spec and the data size alone. `dpx account --config` reads the same plan,
 //!   so what it prints is what a run records.
-//! - [`run`]: the step loop of one seed, evaluation, metrics rows and the seed's summary.
+//! - [`seed`]: what every seed's loop shares: random streams, the observer, how a seed ends, the
+//!   noise source. [`train_seed`] runs one seed with the loop its experiment needs.
+//! - [`run`]: the DP-SGD step loop of one seed in named phases (set-up, step, evaluation, end).
 //! - [`metrics`]: the rows written to `metrics.csv` and `summary.csv`.
 //! - [`accelerated`]: `[accelerated]` runs (Kuru et al. 2020): their plan (α_t, β_t, ε_t, Laplace
-//!   scales, T'), F* and their step loop, which `run::train_seed` hands over to.
+//!   scales, T'), F* and their step loop, beside `run`'s (neither imports the other).
 //!
 //! This is the one room that sees every other (config, data, model, privacy, optim); it holds
 //! no maths of its own beyond wiring: clipping and noise are formed in `privacy`, gradients in
@@ -19,6 +21,9 @@ pub mod metrics;
 pub mod plan;
 pub mod prepare;
 pub mod run;
+pub mod seed;
+
+pub use seed::{Observer, SeedEnd, SeedResult, Silent};
 
 use crate::config::ConfigError;
 use crate::data::DataError;
@@ -26,6 +31,21 @@ use crate::model::ModelError;
 use crate::privacy::accountant::AccountingError;
 use crate::privacy::calibrate::CalibrationError;
 use crate::privacy::clip::ClipError;
+
+/// Train one seed of `exp` with its loop: the accelerated methods' for an `[accelerated]`
+/// experiment, DP-SGD's (private or not) otherwise. Progress goes to `observer`; `cancel` stops
+/// it between steps.
+pub fn train_seed(
+    exp: &prepare::Experiment,
+    seed: u64,
+    observer: &dyn Observer,
+    cancel: &std::sync::atomic::AtomicBool,
+) -> Result<SeedEnd, TrainError> {
+    match &exp.accelerated {
+        Some(acc) => accelerated::train_seed(exp, acc, seed, observer, cancel),
+        None => run::train_seed(exp, seed, observer, cancel),
+    }
+}
 
 /// What can go wrong building or running an experiment.
 #[derive(Debug, thiserror::Error)]

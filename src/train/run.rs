@@ -13,69 +13,29 @@
 //! ledger.record(sampling(release.events))
 //! ```
 //!
-//! Randomness: four independent ChaCha12 streams (initialisation, sampling, noise) derived from the
-//! seed, so a seed's result never depends on thread count or on other seeds. With
-//! `privacy.secure_noise = true` the noise stream alone is replaced by an OS-seeded ChaCha20
-//! source (`privacy::secure_rng`): such runs are not reproducible.
+//! The loop reads as its phases: [`DpSgdSeed::set_up`] (parameters, optimizer and clipping
+//! state, sampler, the seed's streams), [`DpSgdSeed::step`] (one private step, above),
+//! [`DpSgdSeed::evaluate`] (one metrics row) and [`DpSgdSeed::finish`] (the summary). Streams
+//! and the noise source are in `seed.rs`.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use ndarray::{Array1, Array2, Axis};
-use rand::SeedableRng;
-use rand_chacha::ChaCha12Rng;
 
 use super::TrainError;
 use super::metrics::{MetricsRow, SeedStatus, SummaryRow};
 use super::prepare::Experiment;
+use super::seed::{
+    NoiseSource, Observer, STREAM_INIT, STREAM_SAMPLING, SeedEnd, SeedResult, stream_rng,
+    stream_seed,
+};
 use crate::config::spec::Sampler as SpecSampler;
 use crate::data::Dataset;
 use crate::data::sampler::{FixedSizeSampler, PoissonSampler, Sampler, ShuffleSampler};
 use crate::grad::{GradError, PerSampleGradients};
 use crate::privacy::clip::{ClipError, StepContext};
 use crate::privacy::event::{DpEvent, EventLedger};
-use crate::privacy::mechanism::GaussianSource;
-use crate::privacy::secure_rng::{SecureGaussian, SecureRngError};
-
-/// Stream ids of a seed's random streams.
-pub const STREAM_INIT: u64 = 1;
-pub const STREAM_SAMPLING: u64 = 2;
-pub const STREAM_NOISE: u64 = 3;
-
-/// A ChaCha12 generator for stream `stream` of run seed `seed`.
-pub fn stream_rng(seed: u64, stream: u64) -> ChaCha12Rng {
-    let mut rng = ChaCha12Rng::seed_from_u64(seed);
-    rng.set_stream(stream);
-    rng
-}
-
-/// Receives progress while a seed trains (the CLI draws bars from it). Must not affect results.
-pub trait Observer: Sync {
-    /// Called after every step with the number of steps done.
-    fn on_step(&self, _seed: u64, _steps_done: u64, _total: u64) {}
-    /// Called after every evaluation.
-    fn on_eval(&self, _seed: u64, _row: &MetricsRow, _total: u64) {}
-}
-
-/// An observer that ignores everything.
-pub struct Silent;
-impl Observer for Silent {}
-
-/// A finished seed: its evaluation rows, summary and the events it released.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SeedResult {
-    pub rows: Vec<MetricsRow>,
-    pub summary: SummaryRow,
-    pub ledger: EventLedger,
-}
-
-/// How a call to [`train_seed`] ended.
-#[derive(Debug, Clone, PartialEq)]
-pub enum SeedEnd {
-    Finished(Box<SeedResult>),
-    /// `cancel` was set before the seed finished; nothing of it is kept.
-    Interrupted,
-}
 
 /// The per-sample gradients of an empty (Poisson) batch: all sums are zero vectors.
 struct EmptyBatch {
@@ -122,163 +82,144 @@ fn make_sampler(spec: SpecSampler, n: usize, sample_rate: f64) -> Result<Sampler
     })
 }
 
-struct Evaluator<'a> {
-    exp: &'a Experiment,
-}
-
-impl Evaluator<'_> {
-    fn on(
-        &self,
-        params: &Array1<f32>,
-        ds: &Dataset,
-    ) -> Result<(f64, f64), crate::model::ModelError> {
-        self.exp
-            .model
-            .evaluate(params.view(), ds.features.view(), &ds.labels)
-    }
-}
-
-/// Train one seed of `exp`. Progress goes to `observer`; `cancel` stops it between steps.
+/// Train one DP-SGD (or non-private) seed of `exp`. Progress goes to `observer`; `cancel` stops
+/// it between steps. `[accelerated]` experiments have their own loop (`train::train_seed` picks).
 pub fn train_seed(
     exp: &Experiment,
     seed: u64,
     observer: &dyn Observer,
     cancel: &AtomicBool,
 ) -> Result<SeedEnd, TrainError> {
-    if let Some(acc) = &exp.accelerated {
-        return super::accelerated::train_seed(exp, acc, seed, observer, cancel);
-    }
-    let started = Instant::now();
-    let plan = &exp.plan;
-    let model = &exp.model;
-    let train = &exp.data.train;
-    let n = train.len();
-    let step_err = |step: u64, reason: String| TrainError::Step { seed, step, reason };
-
-    let mut params = model.init_params(stream_seed(seed, STREAM_INIT));
-    let mut opt_state = plan.optimizer.init_state(params.len());
-    let mut sampler = make_sampler(plan.sampler, n, plan.sample_rate)?;
-    let mut rng_sampling = stream_rng(seed, STREAM_SAMPLING);
-    let mut rng_noise = noise_source(exp, seed).map_err(|e| step_err(0, e.to_string()))?;
-    let mut ledger = EventLedger::new();
-    let eval = Evaluator { exp };
-
-    let eval_steps = plan.eval_steps();
+    let mut run = DpSgdSeed::set_up(exp, seed)?;
+    let total = exp.plan.steps;
+    let eval_steps = exp.plan.eval_steps();
     let mut next_eval = eval_steps.iter().copied().skip(1).peekable();
     let mut rows = Vec::with_capacity(eval_steps.len());
-    let mut indices = Vec::new();
-    let (mut loss_sum, mut loss_count) = (0.0f64, 0usize);
-    let mut status = SeedStatus::Completed;
-    let total = plan.steps;
-
-    let delta = plan.privacy.as_ref().map(|p| p.delta);
-    let mut clip_state = plan.clip.init_state(model.num_params());
-    let mut window = ClipWindow::default();
-    let row_at = |step: u64,
-                  params: &Array1<f32>,
-                  ledger: &EventLedger,
-                  train_loss: Option<f64>,
-                  batch_size: Option<usize>,
-                  window: &ClipWindow|
-     -> Result<MetricsRow, TrainError> {
-        let t_last = step.saturating_sub(1);
-        let (test_loss, test_accuracy) = eval
-            .on(params, &exp.data.test)
-            .map_err(|e| step_err(step, e.to_string()))?;
-        let (validation_loss, validation_accuracy) = match &exp.data.validation {
-            Some(v) => {
-                let (l, a) = eval
-                    .on(params, v)
-                    .map_err(|e| step_err(step, e.to_string()))?;
-                (Some(l), Some(a))
-            }
-            None => (None, None),
-        };
-        let (train_set_loss, train_set_accuracy) = if exp.spec.train.eval_train_set {
-            let (l, a) = eval
-                .on(params, train)
-                .map_err(|e| step_err(step, e.to_string()))?;
-            (Some(l), Some(a))
-        } else {
-            (None, None)
-        };
-        let epsilon = match plan.epsilon_of(ledger) {
-            None => None,
-            Some(r) => Some(r.map_err(|e| step_err(step, e.to_string()))?.epsilon),
-        };
-        let sigma = plan.noise_multiplier_at(t_last);
-        // Before any step: the first step's clip norm and gradient noise.
-        let (clip_norm, noise_std) = match window.last {
-            Some((c, std)) => (c, sigma.map(|_| std)),
-            None => (
-                plan.clip_norm,
-                sigma
-                    .zip(plan.clip_norm)
-                    .map(|(s, c)| plan.clip.gradient_noise_multiplier(s).unwrap_or(s) * c),
-            ),
-        };
-        Ok(MetricsRow {
-            seed,
-            step,
-            epoch: step as f64 / plan.steps_per_epoch,
-            lr: plan.lr.at(t_last),
-            noise_multiplier: sigma,
-            noise_std,
-            clip_norm,
-            batch_size,
-            epsilon,
-            delta,
-            train_loss,
-            test_loss,
-            test_accuracy,
-            validation_loss,
-            validation_accuracy,
-            clipped_fraction_private: (window.private_steps > 0)
-                .then(|| window.private_sum / window.private_steps as f64),
-            clipped_fraction_nonprivate: (window.examples > 0)
-                .then(|| window.clipped as f64 / window.examples as f64),
-            objective: None,
-            excess_risk: None,
-            laplace_scale: None,
-            step_epsilon: None,
-            step_size: None,
-            momentum: None,
-            stage: None,
-            train_set_loss,
-            train_set_accuracy,
-        })
-    };
-
-    let first = row_at(0, &params, &ledger, None, None, &window)?;
+    let first = run.evaluate(0, None, None)?;
     observer.on_eval(seed, &first, total);
     rows.push(first);
 
-    let groups = model.groups().to_vec();
+    let mut status = SeedStatus::Completed;
     for t in 0..total {
         if cancel.load(Ordering::Relaxed) {
             return Ok(SeedEnd::Interrupted);
         }
+        let Some(batch_size) = run.step(t)? else {
+            status = SeedStatus::Diverged;
+            break;
+        };
+        observer.on_step(seed, t + 1, total);
+        if next_eval.peek() == Some(&(t + 1)) {
+            next_eval.next();
+            if run.params.iter().any(|v| !v.is_finite()) {
+                status = SeedStatus::Diverged;
+                break;
+            }
+            let train_loss = run.take_train_loss();
+            let row = run.evaluate(t + 1, train_loss, Some(batch_size))?;
+            if !(row.test_loss.is_finite()) {
+                status = SeedStatus::Diverged;
+                break;
+            }
+            observer.on_eval(seed, &row, total);
+            rows.push(row);
+            run.window.reset();
+        }
+    }
+    run.finish(rows, status)
+        .map(|r| SeedEnd::Finished(Box::new(r)))
+}
+
+/// The state of one DP-SGD seed between steps: everything a step reads and writes.
+struct DpSgdSeed<'a> {
+    exp: &'a Experiment,
+    seed: u64,
+    started: Instant,
+    params: Array1<f32>,
+    opt_state: crate::optim::OptimizerState,
+    sampler: Sampler,
+    rng_sampling: rand_chacha::ChaCha12Rng,
+    rng_noise: NoiseSource,
+    clip_state: crate::privacy::clip::ClipState,
+    ledger: EventLedger,
+    window: ClipWindow,
+    /// The batch's indices (reused buffer) and the parameter groups of an empty batch.
+    indices: Vec<usize>,
+    groups: Vec<(String, std::ops::Range<usize>)>,
+    /// Sum and count of per-example training losses since the last evaluation.
+    loss_sum: f64,
+    loss_count: usize,
+}
+
+impl<'a> DpSgdSeed<'a> {
+    /// Set-up: initial parameters, optimizer and clipping-policy state, the sampler and the
+    /// seed's sampling and noise streams.
+    fn set_up(exp: &'a Experiment, seed: u64) -> Result<Self, TrainError> {
+        let (plan, model) = (&exp.plan, &exp.model);
+        let params = model.init_params(stream_seed(seed, STREAM_INIT));
+        let opt_state = plan.optimizer.init_state(params.len());
+        let sampler = make_sampler(plan.sampler, exp.data.train.len(), plan.sample_rate)?;
+        let rng_noise = NoiseSource::of(exp, seed).map_err(|e| TrainError::Step {
+            seed,
+            step: 0,
+            reason: e.to_string(),
+        })?;
+        Ok(Self {
+            exp,
+            seed,
+            started: Instant::now(),
+            params,
+            opt_state,
+            sampler,
+            rng_sampling: stream_rng(seed, STREAM_SAMPLING),
+            rng_noise,
+            clip_state: plan.clip.init_state(model.num_params()),
+            ledger: EventLedger::new(),
+            window: ClipWindow::default(),
+            indices: Vec::new(),
+            groups: model.groups().to_vec(),
+            loss_sum: 0.0,
+            loss_count: 0,
+        })
+    }
+
+    fn step_err(&self, step: u64, reason: String) -> TrainError {
+        TrainError::Step {
+            seed: self.seed,
+            step,
+            reason,
+        }
+    }
+
+    /// One private step t: sample, per-sample gradients, the clipping policy's release (clip,
+    /// sum, noise, statistics, state update), record its events, the update. Returns the
+    /// realised batch size, or `None` when the step diverged (non-finite loss, norm or update).
+    fn step(&mut self, t: u64) -> Result<Option<usize>, TrainError> {
+        let (plan, model, train) = (&self.exp.plan, &self.exp.model, &self.exp.data.train);
         let sigma = plan.noise_multiplier_at(t);
         let lr = plan.lr.at(t);
-        sampler.next_batch_into(&mut rng_sampling, &mut indices);
-        let batch_size = indices.len();
+        self.sampler
+            .next_batch_into(&mut self.rng_sampling, &mut self.indices);
+        let batch_size = self.indices.len();
 
         let x;
         let y: Vec<usize>;
         let batch_grads;
-        let grads: &dyn PerSampleGradients = if indices.is_empty() {
+        let empty;
+        let grads: &dyn PerSampleGradients = if self.indices.is_empty() {
             batch_grads = None;
-            &EmptyBatch {
+            empty = EmptyBatch {
                 num_params: model.num_params(),
-                groups: groups.clone(),
-            }
+                groups: self.groups.clone(),
+            };
+            &empty
         } else {
-            x = train.features.select(Axis(0), &indices);
-            y = indices.iter().map(|&i| train.labels[i]).collect();
+            x = train.features.select(Axis(0), &self.indices);
+            y = self.indices.iter().map(|&i| train.labels[i]).collect();
             batch_grads = Some(
                 model
-                    .per_sample(params.view(), x.view(), &y)
-                    .map_err(|e| step_err(t, e.to_string()))?,
+                    .per_sample(self.params.view(), x.view(), &y)
+                    .map_err(|e| self.step_err(t, e.to_string()))?,
             );
             match &batch_grads {
                 Some(g) => g,
@@ -289,11 +230,10 @@ pub fn train_seed(
             let losses = g.losses();
             let s = losses.sum();
             if !s.is_finite() {
-                status = SeedStatus::Diverged;
-                break;
+                return Ok(None);
             }
-            loss_sum += s;
-            loss_count += losses.len();
+            self.loss_sum += s;
+            self.loss_count += losses.len();
         }
 
         // The paper's non-private AdaGrad-norm mode: ‖ḡ‖² of the clipped mean before noise.
@@ -316,106 +256,168 @@ pub fn train_seed(
         };
         let step = match plan
             .clip
-            .privatize(&mut clip_state, grads, &ctx, &mut rng_noise)
+            .privatize(&mut self.clip_state, grads, &ctx, &mut self.rng_noise)
         {
             Ok(step) => step,
-            Err(ClipError::NonFiniteNorm { .. }) => {
-                status = SeedStatus::Diverged;
-                break;
-            }
-            Err(e) => return Err(step_err(t, e.to_string())),
+            Err(ClipError::NonFiniteNorm { .. }) => return Ok(None),
+            Err(e) => return Err(self.step_err(t, e.to_string())),
         };
-        window.record(&step);
+        self.window.record(&step);
         let releases = match sigma {
             Some(_) => step.release.events,
             None => vec![DpEvent::NonPrivate],
         };
         let mut g = step.release.sum;
-        ledger.record(plan.step_event(releases));
+        self.ledger.record(plan.step_event(releases));
         g.mapv_inplace(|v| v / plan.expected_batch_size);
-        model.add_l2_gradient(params.view(), &mut g);
+        model.add_l2_gradient(self.params.view(), &mut g);
         if g.iter().any(|v| !v.is_finite()) {
-            status = SeedStatus::Diverged;
-            break;
+            return Ok(None);
         }
-        plan.optimizer
-            .step_with_norm(&mut params, g.view(), lr, &mut opt_state, clean_norm_sq);
-        observer.on_step(seed, t + 1, total);
-
-        if next_eval.peek() == Some(&(t + 1)) {
-            next_eval.next();
-            if params.iter().any(|v| !v.is_finite()) {
-                status = SeedStatus::Diverged;
-                break;
-            }
-            let train_loss = (loss_count > 0).then(|| loss_sum / loss_count as f64);
-            let row = row_at(
-                t + 1,
-                &params,
-                &ledger,
-                train_loss,
-                Some(batch_size),
-                &window,
-            )?;
-            if !(row.test_loss.is_finite()) {
-                status = SeedStatus::Diverged;
-                break;
-            }
-            observer.on_eval(seed, &row, total);
-            rows.push(row);
-            loss_sum = 0.0;
-            loss_count = 0;
-            window.reset();
-        }
+        plan.optimizer.step_with_norm(
+            &mut self.params,
+            g.view(),
+            lr,
+            &mut self.opt_state,
+            clean_norm_sq,
+        );
+        Ok(Some(batch_size))
     }
 
-    let last = rows
-        .last()
-        .cloned()
-        .ok_or_else(|| step_err(0, "no evaluation".into()))?;
-    let best = rows
-        .iter()
-        .map(|r| r.test_accuracy)
-        .fold(f64::NEG_INFINITY, f64::max);
-    let report = match plan.epsilon_of(&ledger) {
-        None => None,
-        Some(r) => Some(r.map_err(|e| step_err(last.step, e.to_string()))?),
-    };
-    let privacy = plan.privacy.as_ref();
-    let summary = SummaryRow {
-        seed,
-        status,
-        steps: last.step,
-        epochs: last.epoch,
-        final_test_accuracy: last.test_accuracy,
-        best_test_accuracy: best,
-        final_test_loss: last.test_loss,
-        final_train_loss: last.train_loss,
-        final_validation_accuracy: last.validation_accuracy,
-        epsilon: report.as_ref().map(|r| r.epsilon),
-        delta,
-        order: report.as_ref().and_then(|r| r.order),
-        accountant: privacy.map(|p| p.accountant.name().to_string()),
-        noise_multiplier: privacy.map(|p| p.noise_multiplier),
-        epsilon_guaranteed: privacy.is_some_and(|p| p.epsilon_guaranteed),
-        noise_mode: match (privacy, &rng_noise) {
-            (None, _) => "none".into(),
-            (Some(_), NoiseSource::Seeded(_)) => "seeded".into(),
-            (Some(_), NoiseSource::Secure(_)) => "secure".into(),
-        },
-        final_train_set_loss: last.train_set_loss,
-        seconds: started.elapsed().as_secs_f64(),
-        final_excess_risk: None,
-        optimum_objective: None,
-        smoothness: None,
-        epsilon_rdp: None,
-        rdp_delta: None,
-    };
-    Ok(SeedEnd::Finished(Box::new(SeedResult {
-        rows,
-        summary,
-        ledger,
-    })))
+    /// The mean training loss since the last evaluation, and a fresh window for the next one.
+    fn take_train_loss(&mut self) -> Option<f64> {
+        let train_loss = (self.loss_count > 0).then(|| self.loss_sum / self.loss_count as f64);
+        self.loss_sum = 0.0;
+        self.loss_count = 0;
+        train_loss
+    }
+
+    /// Evaluation: the metrics row after `step` steps (test, validation and optionally training
+    /// set, ε so far, the step's σ, clip norm and noise std, the clipping window).
+    fn evaluate(
+        &self,
+        step: u64,
+        train_loss: Option<f64>,
+        batch_size: Option<usize>,
+    ) -> Result<MetricsRow, TrainError> {
+        let (exp, plan, window) = (self.exp, &self.exp.plan, &self.window);
+        let on = |ds: &Dataset| {
+            exp.model
+                .evaluate(self.params.view(), ds.features.view(), &ds.labels)
+                .map_err(|e| self.step_err(step, e.to_string()))
+        };
+        let t_last = step.saturating_sub(1);
+        let (test_loss, test_accuracy) = on(&exp.data.test)?;
+        let (validation_loss, validation_accuracy) = match &exp.data.validation {
+            Some(v) => {
+                let (l, a) = on(v)?;
+                (Some(l), Some(a))
+            }
+            None => (None, None),
+        };
+        let (train_set_loss, train_set_accuracy) = if exp.spec.train.eval_train_set {
+            let (l, a) = on(&exp.data.train)?;
+            (Some(l), Some(a))
+        } else {
+            (None, None)
+        };
+        let epsilon = match plan.epsilon_of(&self.ledger) {
+            None => None,
+            Some(r) => Some(r.map_err(|e| self.step_err(step, e.to_string()))?.epsilon),
+        };
+        let sigma = plan.noise_multiplier_at(t_last);
+        // Before any step: the first step's clip norm and gradient noise.
+        let (clip_norm, noise_std) = match window.last {
+            Some((c, std)) => (c, sigma.map(|_| std)),
+            None => (
+                plan.clip_norm,
+                sigma
+                    .zip(plan.clip_norm)
+                    .map(|(s, c)| plan.clip.gradient_noise_multiplier(s).unwrap_or(s) * c),
+            ),
+        };
+        Ok(MetricsRow {
+            seed: self.seed,
+            step,
+            epoch: step as f64 / plan.steps_per_epoch,
+            lr: plan.lr.at(t_last),
+            noise_multiplier: sigma,
+            noise_std,
+            clip_norm,
+            batch_size,
+            epsilon,
+            delta: plan.privacy.as_ref().map(|p| p.delta),
+            train_loss,
+            test_loss,
+            test_accuracy,
+            validation_loss,
+            validation_accuracy,
+            clipped_fraction_private: (window.private_steps > 0)
+                .then(|| window.private_sum / window.private_steps as f64),
+            clipped_fraction_nonprivate: (window.examples > 0)
+                .then(|| window.clipped as f64 / window.examples as f64),
+            objective: None,
+            excess_risk: None,
+            laplace_scale: None,
+            step_epsilon: None,
+            step_size: None,
+            momentum: None,
+            stage: None,
+            train_set_loss,
+            train_set_accuracy,
+        })
+    }
+
+    /// The seed's end: final and best accuracy, ε of the whole ledger, the summary row.
+    fn finish(self, rows: Vec<MetricsRow>, status: SeedStatus) -> Result<SeedResult, TrainError> {
+        let plan = &self.exp.plan;
+        let last = rows
+            .last()
+            .cloned()
+            .ok_or_else(|| self.step_err(0, "no evaluation".into()))?;
+        let best = rows
+            .iter()
+            .map(|r| r.test_accuracy)
+            .fold(f64::NEG_INFINITY, f64::max);
+        let report = match plan.epsilon_of(&self.ledger) {
+            None => None,
+            Some(r) => Some(r.map_err(|e| self.step_err(last.step, e.to_string()))?),
+        };
+        let privacy = plan.privacy.as_ref();
+        let summary = SummaryRow {
+            seed: self.seed,
+            status,
+            steps: last.step,
+            epochs: last.epoch,
+            final_test_accuracy: last.test_accuracy,
+            best_test_accuracy: best,
+            final_test_loss: last.test_loss,
+            final_train_loss: last.train_loss,
+            final_validation_accuracy: last.validation_accuracy,
+            epsilon: report.as_ref().map(|r| r.epsilon),
+            delta: privacy.map(|p| p.delta),
+            order: report.as_ref().and_then(|r| r.order),
+            accountant: privacy.map(|p| p.accountant.name().to_string()),
+            noise_multiplier: privacy.map(|p| p.noise_multiplier),
+            epsilon_guaranteed: privacy.is_some_and(|p| p.epsilon_guaranteed),
+            noise_mode: match privacy {
+                None => "none".into(),
+                Some(_) => self.rng_noise.mode().into(),
+            },
+            final_train_set_loss: last.train_set_loss,
+            seconds: self.started.elapsed().as_secs_f64(),
+            final_excess_risk: None,
+            optimum_objective: None,
+            smoothness: None,
+            epsilon_rdp: None,
+            rdp_delta: None,
+        };
+        Ok(SeedResult {
+            rows,
+            summary,
+            ledger: self.ledger,
+        })
+    }
 }
 
 /// What the clipping policy did over the steps since the previous evaluation row.
@@ -451,44 +453,4 @@ impl ClipWindow {
             ..ClipWindow::default()
         };
     }
-}
-
-/// A seed's noise: the reproducible noise stream of its seed, or (`privacy.secure_noise = true`)
-/// an OS-seeded cryptographic source that no seed reproduces.
-pub(crate) enum NoiseSource {
-    Seeded(ChaCha12Rng),
-    Secure(SecureGaussian),
-}
-
-impl GaussianSource for NoiseSource {
-    fn standard_normal(&mut self) -> f64 {
-        match self {
-            NoiseSource::Seeded(r) => r.standard_normal(),
-            NoiseSource::Secure(r) => r.standard_normal(),
-        }
-    }
-
-    fn add_scaled_normals(&mut self, out: &mut [f64], scale: f64) {
-        match self {
-            NoiseSource::Seeded(r) => r.add_scaled_normals(out, scale),
-            NoiseSource::Secure(r) => r.add_scaled_normals(out, scale),
-        }
-    }
-}
-
-fn noise_source(exp: &Experiment, seed: u64) -> Result<NoiseSource, SecureRngError> {
-    if exp.spec.privacy.as_ref().is_some_and(|p| p.secure_noise) {
-        Ok(NoiseSource::Secure(SecureGaussian::from_os()?))
-    } else {
-        Ok(NoiseSource::Seeded(stream_rng(seed, STREAM_NOISE)))
-    }
-}
-
-/// A 64-bit seed for stream `stream` of run seed `seed` (SplitMix64 of their combination), for
-/// APIs that take a plain `u64` seed.
-pub fn stream_seed(seed: u64, stream: u64) -> u64 {
-    let mut z = seed ^ stream.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
