@@ -506,3 +506,165 @@ fn huge_thread_counts_are_refused_by_every_subcommand() {
         assert!(o.stderr.contains("--threads"), "{}", o.stderr);
     }
 }
+
+/// Run `dpx ARGS` in `dir` and require exit 2 with exactly one `error:` line; returns that line.
+fn refused_with_one_line(dir: &Path, args: &[&str]) -> String {
+    let o = run_bounded(dir, args, Duration::from_secs(60));
+    assert!(!o.timed_out, "dpx {args:?}: no answer");
+    assert_eq!(o.code, Some(2), "dpx {args:?}: {}", o.stderr);
+    let lines: Vec<&str> = o
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("error"))
+        .collect();
+    assert_eq!(lines.len(), 1, "dpx {args:?}: {}", o.stderr);
+    lines[0].to_string()
+}
+
+#[test]
+fn plans_too_long_to_hold_are_refused_before_allocating() {
+    // A regression: `train.steps = 9223372036854775807` panicked with "capacity overflow" and
+    // `steps = 1e12` tried to allocate 8 TB of per-step noise multipliers.
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        ("epochs = 1", "steps = 9223372036854775807", "train.steps"),
+        ("epochs = 1", "steps = 1000000000000", "train.steps"),
+        ("epochs = 1", "steps = 100000001", "train.steps"),
+        // 10^6 epochs of 300 examples, one per batch: 3·10^8 steps.
+        (
+            "epochs = 1\nexpected_batch_size = 30",
+            "epochs = 1000000\nexpected_batch_size = 1",
+            "train.epochs",
+        ),
+    ];
+    for (from, to, key) in cases {
+        let text = BASE.replace(from, to);
+        assert_ne!(text, BASE);
+        std::fs::write(dir.path().join("long.toml"), &text).unwrap();
+        for args in [
+            &["account", "--config", "long.toml"][..],
+            &["run", "--quiet", "long.toml"],
+        ] {
+            let line = refused_with_one_line(dir.path(), args);
+            assert!(line.contains(key), "{to}: dpx {args:?}: {line}");
+            assert!(line.contains("100000000"), "{to}: names the limit: {line}");
+        }
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn endless_text_inputs_are_refused_at_their_size_limit() {
+    // A regression: every text input was read until memory ran out.
+    let dir = tempfile::tempdir().unwrap();
+    let schedule = BASE.replace(
+        "[privacy]",
+        "[noise]\nschedule = \"file\"\npath = \"/dev/zero\"\n\n[privacy]",
+    );
+    std::fs::write(dir.path().join("schedule.toml"), schedule).unwrap();
+    for (args, names) in [
+        (&["run", "--quiet", "/dev/zero"][..], "/dev/zero"),
+        (&["account", "--config", "/dev/zero"], "/dev/zero"),
+        (&["sweep", "--quiet", "/dev/zero"], "/dev/zero"),
+        (
+            &[
+                "account",
+                "--schedule",
+                "/dev/zero",
+                "--delta",
+                "1e-5",
+                "--sample-rate",
+                "0.01",
+            ],
+            "--schedule",
+        ),
+        (&["account", "--config", "schedule.toml"], "noise.path"),
+    ] {
+        let line = refused_with_one_line(dir.path(), args);
+        assert!(line.contains(names), "dpx {args:?}: {line}");
+        assert!(
+            line.contains("/dev/zero"),
+            "dpx {args:?}: names the file: {line}"
+        );
+        assert!(
+            line.contains("limit"),
+            "dpx {args:?}: names the limit: {line}"
+        );
+    }
+}
+
+#[test]
+fn an_error_chain_prints_each_cause_once() {
+    // A regression: "Is a directory (os error 21): Is a directory (os error 21)".
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("a_directory.toml")).unwrap();
+    let line = refused_with_one_line(dir.path(), &["run", "--quiet", "a_directory.toml"]);
+    assert!(line.contains("a_directory.toml"), "{line}");
+    let causes: Vec<&str> = line.split(": ").collect();
+    let mut seen = BTreeSet::new();
+    for c in &causes {
+        assert!(seen.insert(*c), "`{c}` printed twice: {line}");
+    }
+}
+
+#[test]
+fn an_empty_data_dir_variable_means_unset() {
+    // A regression: `DPX_DATA_DIR=` made clap refuse even synthetic runs ("a value is required
+    // for '--data-dir'").
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("base.toml"), BASE).unwrap();
+    for args in [
+        &["account", "--config", "base.toml"][..],
+        &["run", "--quiet", "base.toml"],
+        &["audit", "base.toml", "--canaries", "10"],
+    ] {
+        let out = Command::new(assert_cmd::cargo::cargo_bin("dpx"))
+            .current_dir(dir.path())
+            .args(args)
+            .env("DPX_DATA_DIR", "")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "dpx {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+#[test]
+fn audit_seeds_that_would_wrap_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("base.toml"), BASE).unwrap();
+    let line = refused_with_one_line(
+        dir.path(),
+        &[
+            "audit",
+            "base.toml",
+            "--seed",
+            "18446744073709551615",
+            "--runs",
+            "3",
+        ],
+    );
+    assert!(line.contains("--seed") && line.contains("--runs"), "{line}");
+}
+
+#[test]
+fn a_subsample_larger_than_the_dataset_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = BASE.replace(
+        "dataset = \"gaussian_mixture\"",
+        "dataset = \"gaussian_mixture\"\nsubsample = 5000",
+    );
+    std::fs::write(dir.path().join("sub.toml"), text).unwrap();
+    let line = refused_with_one_line(dir.path(), &["account", "--config", "sub.toml"]);
+    assert!(
+        line.contains("sub.toml") && line.contains("data.subsample"),
+        "{line}"
+    );
+    assert!(
+        line.contains("5000") && line.contains("300"),
+        "names both sizes: {line}"
+    );
+}

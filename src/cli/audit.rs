@@ -65,7 +65,7 @@ pub struct AuditArgs {
     #[arg(long, value_parser = super::parse_threads)]
     pub threads: Option<usize>,
     /// The data directory (default: `$DPX_DATA_DIR`, else `data`).
-    #[arg(long, env = "DPX_DATA_DIR")]
+    #[arg(long, env = "DPX_DATA_DIR", value_parser = super::parse_data_dir)]
     pub data_dir: Option<PathBuf>,
 }
 
@@ -172,8 +172,15 @@ pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
         .seed
         .unwrap_or_else(|| exp.spec.seeds.first().copied().unwrap_or(0));
     let seeds: Vec<u64> = (0..args.runs as u64)
-        .map(|k| first.wrapping_add(k))
-        .collect();
+        .map(|k| first.checked_add(k))
+        .collect::<Option<_>>()
+        .ok_or_else(|| {
+            bad_input(anyhow::anyhow!(
+                "--seed {first} with --runs {}: the run seeds {first}, {first}+1, ... would pass the largest seed {}",
+                args.runs,
+                u64::MAX
+            ))
+        })?;
     let pool = super::thread_pool(args.threads)?;
     let runs: Vec<CanaryRun> = pool
         .install(|| {
@@ -347,7 +354,10 @@ fn write_outputs(out: &Path, exp: &Experiment, report: &AuditReport) -> anyhow::
     let path = out.join("audit.csv");
     write_atomic(&path, &bytes).with_context(|| path.display().to_string())?;
     let path = out.join("config.toml");
-    write_atomic(&path, exp.spec.to_resolved_toml().as_bytes())
-        .with_context(|| path.display().to_string())?;
+    write_atomic(
+        &path,
+        exp.spec.with_absolute_paths().to_resolved_toml().as_bytes(),
+    )
+    .with_context(|| path.display().to_string())?;
     Ok(())
 }

@@ -24,8 +24,27 @@ pub mod sweep;
 ///
 /// The message is printed as is, so it should name the flag, file or key at fault.
 #[derive(Debug, thiserror::Error)]
-#[error("{0:#}")]
+#[error("{}", error_line(.0))]
 pub struct BadInput(pub anyhow::Error);
+
+/// An error and its chain of causes as one line, `outer: cause: cause`, each cause printed once:
+/// a cause whose text a message already includes (`"{path}: {source}"` with `#[source]` set) is
+/// not repeated, and line breaks become spaces.
+pub fn error_line(err: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        let text = text.trim();
+        if text.is_empty() || out.contains(text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(text);
+    }
+    out.replace(['\r', '\n'], " ")
+}
 
 /// Wrap any error as bad input (exit code 2).
 pub fn bad_input(err: impl Into<anyhow::Error>) -> anyhow::Error {
@@ -59,6 +78,21 @@ pub fn parse_threads(text: &str) -> Result<usize, String> {
         _ => Err(format!(
             "expected a whole number from 1 to {MAX_THREADS}, found `{text}`"
         )),
+    }
+}
+
+/// Parse a `--data-dir` value (or `DPX_DATA_DIR`): any path; an empty value is accepted and means
+/// "not set" (see [`data_dir_or_default`]), so `DPX_DATA_DIR=` does not break a command.
+pub fn parse_data_dir(text: &str) -> Result<std::path::PathBuf, String> {
+    Ok(std::path::PathBuf::from(text))
+}
+
+/// The data directory of a command: `--data-dir` / `DPX_DATA_DIR` when set and non-empty, else
+/// the default (`data`).
+pub fn data_dir_or_default(arg: Option<&std::path::Path>) -> std::path::PathBuf {
+    match arg {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => crate::data::source::data_dir_from_env(None),
     }
 }
 

@@ -48,7 +48,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub overwrite: bool,
     /// The data directory (default: `$DPX_DATA_DIR`, else `data`).
-    #[arg(long, env = "DPX_DATA_DIR")]
+    #[arg(long, env = "DPX_DATA_DIR", value_parser = super::parse_data_dir)]
     pub data_dir: Option<PathBuf>,
     /// No progress output.
     #[arg(long, short)]
@@ -96,7 +96,11 @@ fn csv_bytes<T: serde::Serialize>(rows: &[T]) -> anyhow::Result<Vec<u8>> {
 fn concat_csv(paths: &[PathBuf]) -> anyhow::Result<Vec<u8>> {
     let mut out = Vec::new();
     for (i, p) in paths.iter().enumerate() {
-        let text = std::fs::read_to_string(p).with_context(|| format!("{}", p.display()))?;
+        let text = crate::text_file::read_text_capped(
+            p,
+            crate::text_file::MAX_TEXT_BYTES,
+            "a per-seed CSV file",
+        )?;
         let mut lines = text.split_inclusive('\n');
         if i > 0 {
             lines.next();
@@ -213,9 +217,7 @@ fn check_writable(dir: &Path) -> anyhow::Result<()> {
 /// Build the experiment of a config file, mapping input errors to exit code 2.
 pub fn build_experiment(config: &Path, data_dir: Option<&Path>) -> anyhow::Result<Experiment> {
     let spec = crate::config::load(config).map_err(bad_input)?;
-    let data_dir = data_dir
-        .map(Path::to_path_buf)
-        .unwrap_or_else(crate::data::default_data_dir);
+    let data_dir = super::data_dir_or_default(data_dir);
     Experiment::build(spec, &data_dir).map_err(|e| {
         if e.is_bad_input() {
             bad_input(e)
@@ -234,7 +236,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             .clone()
             .unwrap_or_else(|| exp.spec.output.dir.clone()),
     };
-    let resolved = exp.spec.to_resolved_toml();
+    let resolved = exp.spec.with_absolute_paths().to_resolved_toml();
 
     if out.has_results() && !args.resume && !args.overwrite {
         return Err(bad_input(anyhow::anyhow!(
@@ -244,8 +246,12 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     check_writable(&out.root)?;
     if args.resume && out.config().exists() {
-        let old = std::fs::read_to_string(out.config())
-            .with_context(|| out.config().display().to_string())?;
+        let old = crate::text_file::read_text_capped(
+            &out.config(),
+            crate::config::MAX_FILE_BYTES,
+            "the saved config.toml",
+        )
+        .map_err(bad_input)?;
         if old != resolved {
             return Err(bad_input(anyhow::anyhow!(
                 "--resume: {} holds a different experiment (its config.toml differs from {}); use another --out",
@@ -350,7 +356,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             Ok(None) => interrupted += 1,
             Err(e) => {
                 failed += 1;
-                eprintln!("error: seed {seed}: {e:#}");
+                eprintln!("error: seed {seed}: {}", super::error_line(e));
             }
         }
     }
@@ -455,9 +461,14 @@ fn print_plan(exp: &Experiment, out: &Path) {
 }
 
 fn print_summary(out: &OutputDir) {
-    let Ok(mut r) = csv::Reader::from_path(out.summary()) else {
+    let Ok(text) = crate::text_file::read_bytes_capped(
+        &out.summary(),
+        crate::text_file::MAX_TEXT_BYTES,
+        "summary.csv",
+    ) else {
         return;
     };
+    let mut r = csv::Reader::from_reader(text.as_slice());
     let rows: Vec<SummaryRowView> = r.deserialize().filter_map(Result::ok).collect();
     for s in rows {
         println!(

@@ -15,6 +15,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::report::atomic::{WriteError, write_atomic};
+use crate::text_file::{MAX_TEXT_BYTES, TextReadError, read_bytes_capped, read_text_capped};
 
 /// Errors reading or writing a sweep directory.
 #[derive(Debug, thiserror::Error)]
@@ -37,6 +38,14 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> LayoutError + '_ {
     move |source| LayoutError::Io {
         path: path.to_path_buf(),
         source,
+    }
+}
+
+fn text_err(e: TextReadError) -> LayoutError {
+    let path = e.path().to_path_buf();
+    LayoutError::Io {
+        path,
+        source: e.into_io(),
     }
 }
 
@@ -184,7 +193,7 @@ impl SweepDir {
 
 /// The seeds of a resolved config.toml in their order (empty when unreadable).
 fn seed_order(config: &Path) -> Vec<u64> {
-    std::fs::read_to_string(config)
+    read_text_capped(config, MAX_TEXT_BYTES, "a config file")
         .ok()
         .and_then(|t| t.parse::<toml::Table>().ok())
         .and_then(|t| {
@@ -204,7 +213,8 @@ pub fn read_table(path: &Path) -> Result<(Vec<String>, Vec<Vec<String>>), Layout
         path: path.to_path_buf(),
         message: e.to_string(),
     };
-    let mut r = csv::Reader::from_path(path).map_err(csv_err)?;
+    let bytes = read_bytes_capped(path, MAX_TEXT_BYTES, "a CSV file").map_err(text_err)?;
+    let mut r = csv::Reader::from_reader(bytes.as_slice());
     let header: Vec<String> = r
         .headers()
         .map_err(csv_err)?
@@ -223,7 +233,7 @@ pub fn concat_csv(paths: &[PathBuf]) -> Result<Vec<u8>, LayoutError> {
     let mut out = Vec::new();
     let mut first_header: Option<String> = None;
     for p in paths {
-        let text = std::fs::read_to_string(p).map_err(io(p))?;
+        let text = read_text_capped(p, MAX_TEXT_BYTES, "a CSV file").map_err(text_err)?;
         let mut lines = text.split_inclusive('\n');
         let header = lines.next().unwrap_or_default().to_string();
         match &first_header {
@@ -248,9 +258,9 @@ pub fn concat_csv(paths: &[PathBuf]) -> Result<Vec<u8>, LayoutError> {
 
 /// Copy one file into `dest` unless an identical one is there; a different one is a conflict.
 fn merge_file(src: &Path, dest: &Path) -> Result<bool, LayoutError> {
-    let bytes = std::fs::read(src).map_err(io(src))?;
+    let bytes = read_bytes_capped(src, MAX_TEXT_BYTES, "a result file").map_err(text_err)?;
     if dest.exists() {
-        let old = std::fs::read(dest).map_err(io(dest))?;
+        let old = read_bytes_capped(dest, MAX_TEXT_BYTES, "a result file").map_err(text_err)?;
         return if old == bytes {
             Ok(false)
         } else {
@@ -268,7 +278,7 @@ fn merge_file(src: &Path, dest: &Path) -> Result<bool, LayoutError> {
 }
 
 fn copy_file(src: &Path, dest: &Path) -> Result<(), LayoutError> {
-    let bytes = std::fs::read(src).map_err(io(src))?;
+    let bytes = read_bytes_capped(src, MAX_TEXT_BYTES, "a result file").map_err(text_err)?;
     if let Some(parent) = dest.parent() {
         std::fs::create_dir_all(parent).map_err(io(parent))?;
     }
