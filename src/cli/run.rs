@@ -10,7 +10,7 @@
 //! - `metrics.csv` and `summary.csv`: every finished seed, in the config's seed order, rebuilt
 //!   from the per-seed files after the run.
 //!
-//! `--resume` skips seeds already complete; Ctrl-C stops the seeds in flight, keeps the finished
+//! `--resume` skips seeds already complete (files that parse whole; a damaged seed runs again); Ctrl-C stops the seeds in flight, keeps the finished
 //! ones, and exits with code 130.
 
 use std::io::IsTerminal;
@@ -78,6 +78,14 @@ impl OutputDir {
     }
     pub fn seed_summary(&self, seed: u64) -> PathBuf {
         self.seeds().join(format!("{seed}.summary.csv"))
+    }
+    /// Whether seed `seed`'s files parse whole ([`crate::sweep::layout::check_seed_files`]).
+    pub fn check_seed(&self, seed: u64) -> Result<(), crate::sweep::layout::LayoutError> {
+        crate::sweep::layout::check_seed_files(
+            &self.seed_metrics(seed),
+            &self.seed_summary(seed),
+            seed,
+        )
     }
     fn has_results(&self) -> bool {
         self.summary().exists() || self.metrics().exists() || self.seeds().exists()
@@ -279,12 +287,24 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     for n in &exp.data.notes {
         eprintln!("note: {n}");
     }
+    // With --resume a seed is skipped only when its files parse whole; a damaged one runs again.
     let todo: Vec<u64> = exp
         .spec
         .seeds
         .iter()
         .copied()
-        .filter(|&s| !(args.resume && out.seed_summary(s).exists()))
+        .filter(|&s| {
+            if !(args.resume && out.seed_summary(s).exists()) {
+                return true;
+            }
+            match out.check_seed(s) {
+                Ok(()) => false,
+                Err(e) => {
+                    eprintln!("note: seed {s} is not complete ({e}); running it again");
+                    true
+                }
+            }
+        })
         .collect();
     let skipped = exp.spec.seeds.len() - todo.len();
     if skipped > 0 && !args.quiet {
@@ -336,7 +356,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .seeds
         .iter()
         .copied()
-        .filter(|&s| out.seed_summary(s).exists())
+        .filter(|&s| out.seed_summary(s).exists() && out.check_seed(s).is_ok())
         .collect();
     if !complete.is_empty() {
         let metrics: Vec<PathBuf> = complete.iter().map(|&s| out.seed_metrics(s)).collect();

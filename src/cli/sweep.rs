@@ -441,7 +441,24 @@ fn execute(args: &SweepArgs, sweep: &Sweep, jobs: &[Job], out: &Path) -> anyhow:
     let todo: Vec<Job> = jobs
         .iter()
         .copied()
-        .filter(|j| !d.point(&sweep.points[j.point].id).is_complete(j.seed))
+        .filter(|j| {
+            let p = &sweep.points[j.point];
+            let pd = d.point(&p.id);
+            if !pd.seed_summary(j.seed).exists() {
+                return true;
+            }
+            match pd.check_seed(j.seed) {
+                Ok(()) => false,
+                Err(e) => {
+                    // A damaged seed (cut short, garbage) runs again instead of counting as done.
+                    eprintln!(
+                        "note: point {} seed {} is not complete ({e}); running it again",
+                        p.name, j.seed
+                    );
+                    true
+                }
+            }
+        })
         .collect();
     let skipped = jobs.len() - todo.len();
     let mut needed: Vec<usize> = todo.iter().map(|j| j.point).collect();
