@@ -668,3 +668,122 @@ fn a_subsample_larger_than_the_dataset_is_refused() {
         "names both sizes: {line}"
     );
 }
+
+/// An IDX file of unsigned bytes with these dimensions.
+fn idx_file(dims: &[u32], data: &[u8]) -> Vec<u8> {
+    let mut out = vec![0, 0, 0x08, dims.len() as u8];
+    for d in dims {
+        out.extend_from_slice(&d.to_be_bytes());
+    }
+    out.extend_from_slice(data);
+    out
+}
+
+/// A small MNIST-shaped dataset in `dir` (n train and n test images of 28x28).
+fn tiny_mnist(dir: &Path, n: u32) {
+    let images: Vec<u8> = (0..n as usize * 784).map(|i| (i % 251) as u8).collect();
+    let labels: Vec<u8> = (0..n).map(|i| (i % 10) as u8).collect();
+    for (prefix, _) in [("train", 0), ("t10k", 1)] {
+        std::fs::write(
+            dir.join(format!("{prefix}-images-idx3-ubyte")),
+            idx_file(&[n, 28, 28], &images),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join(format!("{prefix}-labels-idx1-ubyte")),
+            idx_file(&[n], &labels),
+        )
+        .unwrap();
+    }
+}
+
+#[test]
+fn a_model_too_large_to_hold_is_refused_before_overwriting_anything() {
+    // A regression: a CNN with out_channels = 65536, kernel_size = 1 (within the documented
+    // ranges) asked for 210 GB in the forward pass, and with --overwrite the old results were
+    // deleted before the crash.
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("mnist");
+    std::fs::create_dir(&data).unwrap();
+    tiny_mnist(&data, 1100);
+    let config = |channels: u32| {
+        format!(
+            r#"[experiment]
+name = "wide"
+[data]
+dataset = "mnist"
+path = "mnist"
+scale = true
+[model]
+architecture = "cnn"
+[[model.layers]]
+kind = "conv2d"
+out_channels = {channels}
+kernel_size = 1
+[train]
+steps = 2
+expected_batch_size = 10
+learning_rate = 0.1
+[clip]
+clip_norm = 1.0
+[noise]
+noise_multiplier = 1.0
+[privacy]
+delta = 1e-5
+"#
+        )
+    };
+    std::fs::write(dir.path().join("small.toml"), config(2)).unwrap();
+    std::fs::write(dir.path().join("wide.toml"), config(65536)).unwrap();
+    let out = run_bounded(
+        dir.path(),
+        &["run", "--quiet", "small.toml", "--out", "out"],
+        Duration::from_secs(120),
+    );
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let before = std::fs::read(dir.path().join("out/summary.csv")).unwrap();
+    for extra in [&[][..], &["--max-memory", "64"]] {
+        let mut args = vec!["run", "--quiet", "wide.toml", "--out", "out", "--overwrite"];
+        args.extend_from_slice(extra);
+        let line = refused_with_one_line(dir.path(), &args);
+        assert!(line.contains("wide.toml") && line.contains("GiB"), "{line}");
+        assert!(
+            line.contains("--max-memory"),
+            "says how to raise it: {line}"
+        );
+        assert_eq!(
+            std::fs::read(dir.path().join("out/summary.csv")).unwrap(),
+            before,
+            "the old results are kept"
+        );
+        assert!(dir.path().join("out/seeds/0.summary.csv").exists());
+    }
+    // The same refusal from a sweep (as a failure of the point) and an audit.
+    std::fs::write(
+        dir.path().join("sweep.toml"),
+        "base = \"wide.toml\"\nseeds = [0]\n[grid]\n\"train.learning_rate\" = [0.1]\n",
+    )
+    .unwrap();
+    let o = run_bounded(
+        dir.path(),
+        &[
+            "sweep",
+            "--quiet",
+            "sweep.toml",
+            "--out",
+            "sw",
+            "--max-memory",
+            "64",
+        ],
+        Duration::from_secs(120),
+    );
+    assert!(
+        o.code.is_some_and(|c| c != 0 && c != 101),
+        "{:?} {}",
+        o.code,
+        o.stderr
+    );
+    assert!(o.stderr.contains("GiB"), "{}", o.stderr);
+    let line = refused_with_one_line(dir.path(), &["audit", "wide.toml", "--max-memory", "64"]);
+    assert!(line.contains("GiB"), "{line}");
+}

@@ -64,6 +64,10 @@ pub struct AuditArgs {
     /// Worker threads (runs train in parallel). Results do not depend on it.
     #[arg(long, value_parser = super::parse_threads)]
     pub threads: Option<usize>,
+    /// Refuse the audit when its estimated peak memory is over this many GiB (default: three
+    /// quarters of the physical memory).
+    #[arg(long, value_name = "GIB", value_parser = super::parse_max_memory)]
+    pub max_memory: Option<f64>,
     /// The data directory (default: `$DPX_DATA_DIR`, else `data`).
     #[arg(long, env = "DPX_DATA_DIR", value_parser = super::parse_data_dir)]
     pub data_dir: Option<PathBuf>,
@@ -182,6 +186,11 @@ pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
             ))
         })?;
     let pool = super::thread_pool(args.threads)?;
+    super::check_memory(
+        &exp,
+        pool.current_num_threads().min(args.runs),
+        args.max_memory,
+    )?;
     let runs: Vec<CanaryRun> = pool
         .install(|| {
             seeds

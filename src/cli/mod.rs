@@ -96,6 +96,51 @@ pub fn data_dir_or_default(arg: Option<&std::path::Path>) -> std::path::PathBuf 
     }
 }
 
+/// The largest `--max-memory` in GiB (1 PiB).
+const MAX_MEMORY_GIB: f64 = 1_048_576.0;
+
+/// Parse a `--max-memory` value: a number of GiB, finite and > 0.
+pub fn parse_max_memory(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(g) if g.is_finite() && g > 0.0 && g <= MAX_MEMORY_GIB => Ok(g),
+        _ => Err(format!(
+            "expected a number of GiB greater than 0 and at most {MAX_MEMORY_GIB}, found `{text}`"
+        )),
+    }
+}
+
+/// Refuse (bad input) an experiment whose estimated peak memory with `concurrent_seeds` seeds
+/// training at once is over `--max-memory` (default: three quarters of the physical memory).
+pub fn check_memory(
+    exp: &crate::train::prepare::Experiment,
+    concurrent_seeds: usize,
+    max_memory_gib: Option<f64>,
+) -> anyhow::Result<()> {
+    use crate::train::memory::{default_limit_bytes, estimate, gib};
+    let (limit, why) = match max_memory_gib {
+        Some(g) => ((g * (1u64 << 30) as f64) as u64, "--max-memory"),
+        None => (
+            default_limit_bytes(),
+            "the default, 3/4 of physical memory; raise it with --max-memory GIB",
+        ),
+    };
+    let e = estimate(exp, concurrent_seeds);
+    let total = e.total();
+    if total <= limit {
+        return Ok(());
+    }
+    let largest = e
+        .largest()
+        .map(|p| format!(", most of it {} ({})", p.what, gib(p.bytes)))
+        .unwrap_or_default();
+    Err(bad_input(anyhow::anyhow!(
+        "{}: the run needs an estimated {} of memory ({concurrent_seeds} seed(s) at once{largest}), over the limit of {} ({why}); use a smaller model, batch or dataset",
+        exp.spec.source.display(),
+        gib(total),
+        gib(limit)
+    )))
+}
+
 /// The rayon pool of a command: `threads` workers, or one per available core when `None`.
 /// A pool that cannot be built is bad input naming `--threads`.
 pub fn thread_pool(threads: Option<usize>) -> anyhow::Result<rayon::ThreadPool> {

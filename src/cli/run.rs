@@ -50,6 +50,10 @@ pub struct RunArgs {
     /// The data directory (default: `$DPX_DATA_DIR`, else `data`).
     #[arg(long, env = "DPX_DATA_DIR", value_parser = super::parse_data_dir)]
     pub data_dir: Option<PathBuf>,
+    /// Refuse the run when its estimated peak memory is over this many GiB (default: three
+    /// quarters of the physical memory). Checked before anything is written or deleted.
+    #[arg(long, value_name = "GIB", value_parser = super::parse_max_memory)]
+    pub max_memory: Option<f64>,
     /// No progress output.
     #[arg(long, short)]
     pub quiet: bool,
@@ -245,6 +249,15 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             .unwrap_or_else(|| exp.spec.output.dir.clone()),
     };
     let resolved = exp.spec.with_absolute_paths().to_resolved_toml();
+    let threads = match (args.threads, exp.spec.train.threads) {
+        (Some(t), _) | (None, Threads::Count(t)) => Some(t),
+        (None, Threads::Auto) => None,
+    };
+    let concurrent = threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .min(exp.spec.seeds.len());
+    super::check_memory(&exp, concurrent, args.max_memory)?;
+    let pool = super::thread_pool(threads)?;
 
     if out.has_results() && !args.resume && !args.overwrite {
         return Err(bad_input(anyhow::anyhow!(
@@ -268,6 +281,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             )));
         }
     }
+    // --overwrite deletes only now, once every check above has passed.
     if args.overwrite && out.seeds().exists() {
         std::fs::remove_dir_all(out.seeds()).with_context(|| out.seeds().display().to_string())?;
         let _ = std::fs::remove_file(out.metrics());
@@ -318,10 +332,6 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         // Ctrl-C keeps its default behaviour, and completed seeds are still on disk.
         let _ = ctrlc::set_handler(move || cancel.store(true, Ordering::SeqCst));
     }
-    let pool = super::thread_pool(match (args.threads, exp.spec.train.threads) {
-        (Some(t), _) | (None, Threads::Count(t)) => Some(t),
-        (None, Threads::Auto) => None,
-    })?;
     // An accelerated run may stop at T' < train.steps (the noise-dividing step choice).
     let total_steps = exp
         .accelerated

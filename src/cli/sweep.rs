@@ -63,6 +63,10 @@ pub struct SweepArgs {
     /// The data directory (default: `$DPX_DATA_DIR`, else `data`).
     #[arg(long, env = "DPX_DATA_DIR", value_parser = super::parse_data_dir)]
     pub data_dir: Option<PathBuf>,
+    /// Refuse a point whose estimated peak memory is over this many GiB (default: three quarters
+    /// of the physical memory), as a failure of that point before it trains.
+    #[arg(long, value_name = "GIB", value_parser = super::parse_max_memory)]
+    pub max_memory: Option<f64>,
     /// No progress output (errors and the failure summary are still printed).
     #[arg(long, short)]
     pub quiet: bool,
@@ -342,6 +346,8 @@ fn build_points(
     sweep: &Sweep,
     needed: &[usize],
     data_dir: &Path,
+    concurrent_jobs: usize,
+    max_memory: Option<f64>,
 ) -> Vec<(usize, anyhow::Result<Experiment>)> {
     // Distinct data specs, in first-use order.
     let mut keys: Vec<String> = Vec::new();
@@ -393,13 +399,15 @@ fn build_points(
                     ),
                     None => None,
                 };
-                Ok(Experiment {
+                let exp = Experiment {
                     spec,
                     data: d,
                     model,
                     plan,
                     accelerated,
-                })
+                };
+                super::check_memory(&exp, concurrent_jobs, max_memory)?;
+                Ok(exp)
             })();
             (i, r)
         })
@@ -512,7 +520,9 @@ fn execute(args: &SweepArgs, sweep: &Sweep, jobs: &[Job], out: &Path) -> anyhow:
         let _ = ctrlc::set_handler(move || cancel.store(true, Ordering::SeqCst));
     }
 
-    let built = pool.install(|| build_points(sweep, &needed, &data_dir));
+    let concurrent = pool.current_num_threads().min(todo.len());
+    let built =
+        pool.install(|| build_points(sweep, &needed, &data_dir, concurrent, args.max_memory));
     let mut exps: HashMap<usize, Experiment> = HashMap::new();
     // (point name, seed or None for the whole point, message)
     let failures: Mutex<Vec<(String, Option<u64>, String)>> = Mutex::new(Vec::new());
