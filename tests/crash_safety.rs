@@ -474,7 +474,8 @@ fn resume_reruns_seeds_whose_files_are_damaged() {
     let summary = summary_without_seconds(&out);
     assert_eq!(summary.len(), 3);
     let seed_file = |s: u64, kind: &str| out.join(format!("seeds/{s}.{kind}.csv"));
-    let damage: [(&str, &dyn Fn(Vec<u8>) -> Vec<u8>); 5] = [
+    type Damage<'a> = (&'a str, &'a dyn Fn(Vec<u8>) -> Vec<u8>);
+    let damage: [Damage; 5] = [
         ("an empty summary", &|_| Vec::new()),
         ("a summary cut in its row", &|b: Vec<u8>| {
             b[..b.len() - 9].to_vec()

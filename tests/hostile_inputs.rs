@@ -345,6 +345,7 @@ fn every_flag_with_random_values_answers_cleanly() {
                 ("--out", None),
                 ("--threads", Some("1".into())),
                 ("--data-dir", Some(data.clone())),
+                ("--max-memory", None),
             ],
         ),
         (
@@ -395,6 +396,7 @@ fn every_flag_with_random_values_answers_cleanly() {
                 ("--cpus", None),
                 ("--shards", None),
                 ("--data-dir", Some(data.clone())),
+                ("--max-memory", None),
                 ("--quiet", None),
             ],
         ),
@@ -423,6 +425,7 @@ fn every_flag_with_random_values_answers_cleanly() {
                 ("--out", None),
                 ("--threads", Some("1".into())),
                 ("--data-dir", Some(data.clone())),
+                ("--max-memory", None),
             ],
         ),
         (
