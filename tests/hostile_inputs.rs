@@ -790,3 +790,34 @@ delta = 1e-5
     let line = refused_with_one_line(dir.path(), &["audit", "wide.toml", "--max-memory", "64"]);
     assert!(line.contains("GiB"), "{line}");
 }
+
+#[test]
+fn preprocessing_errors_name_the_file_and_the_key() {
+    // A regression: "classes: expected classes in 0..2, found 7" named neither file nor key.
+    let dir = tempfile::tempdir().unwrap();
+    let with = |data_extra: &str, synthetic: &str| {
+        BASE.replace(
+            "dataset = \"gaussian_mixture\"",
+            &format!("dataset = \"gaussian_mixture\"\n{data_extra}"),
+        )
+        .replace("n_train = 300", synthetic)
+    };
+    for (text, key) in [
+        (with("classes = [0, 7]", "n_train = 300"), "data.classes"),
+        (
+            with("pca_components = 9", "n_train = 300"),
+            "data.pca_components",
+        ),
+        (
+            with("validation_fraction = 0.5", "n_train = 1"),
+            "data.validation_fraction",
+        ),
+    ] {
+        std::fs::write(dir.path().join("prep.toml"), &text).unwrap();
+        let line = refused_with_one_line(dir.path(), &["account", "--config", "prep.toml"]);
+        assert!(
+            line.contains("prep.toml") && line.contains(key),
+            "{key}: {line}"
+        );
+    }
+}
