@@ -9,6 +9,7 @@
 //! - [`grad`]: the three questions a clipping policy may ask of per-sample gradients; the
 //!   interface between `model` (which answers) and `privacy` (which asks).
 //! - [`audit`]: an empirical lower bound on ε by canaries (one-run auditing) for `dpx audit`.
+//! - [`text_file`]: the one way a text input is read, with a size limit.
 
 pub mod audit;
 pub mod cli;
@@ -20,4 +21,5 @@ pub mod optim;
 pub mod privacy;
 pub mod report;
 pub mod sweep;
+pub mod text_file;
 pub mod train;

@@ -2,7 +2,7 @@
 //!
 //! Exit codes: 0 success, 1 a run failed, 2 bad input (command line, config or data file).
 //! All work lives in the library (`dpx::cli`); this file only prints the error once, with its
-//! chain (`{:#}`), and chooses the code.
+//! chain on one line (`dpx::cli::error_line`, which prints each cause once), and chooses the code.
 
 use std::process::ExitCode;
 
@@ -27,7 +27,7 @@ fn main() -> ExitCode {
     match dpx::cli::run_from_env() {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("error: {err:#}");
+            eprintln!("error: {}", dpx::cli::error_line(&err));
             ExitCode::from(dpx::cli::exit_code_for(&err))
         }
     }

@@ -508,3 +508,65 @@ fn a_gdp_run_is_not_marked_guaranteed_and_says_so() {
     run_ok(&cfg, &out, "1");
     assert_eq!(guaranteed(&out), ["true", "true", "true"]);
 }
+
+#[test]
+fn the_saved_config_reloads_from_another_directory() {
+    // A regression: `data.path` was saved relative to the working directory of the run, so the
+    // saved config.toml named a file that did not exist from anywhere else.
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(work.join("data")).unwrap();
+    let mut csv = String::from("label,a,b\n");
+    for i in 0..200 {
+        let y = i % 2;
+        csv.push_str(&format!("{y},{}.5,{}\n", y * 3, i % 7));
+    }
+    std::fs::write(work.join("data/train.csv"), csv).unwrap();
+    std::fs::write(
+        work.join("exp.toml"),
+        r#"
+[experiment]
+name = "csvrun"
+[data]
+dataset = "csv"
+path = "data/train.csv"
+header = true
+[model]
+architecture = "logistic"
+[train]
+steps = 3
+expected_batch_size = 20
+learning_rate = 0.5
+[clip]
+clip_norm = 1.0
+[noise]
+noise_multiplier = 1.0
+[privacy]
+delta = 1e-5
+"#,
+    )
+    .unwrap();
+    dpx()
+        .current_dir(&work)
+        .args(["run", "--quiet", "exp.toml", "--out", "out"])
+        .assert()
+        .success();
+    let saved = work.join("out/config.toml");
+    let text = std::fs::read_to_string(&saved).unwrap();
+    let table: toml::Table = toml::from_str(&text).unwrap();
+    let path = table["data"]["path"].as_str().unwrap();
+    assert!(Path::new(path).is_absolute(), "saved data.path {path:?}");
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    dpx()
+        .current_dir(&elsewhere)
+        .args(["run", "--quiet"])
+        .arg(&saved)
+        .args(["--out", "again"])
+        .assert()
+        .success();
+    assert_eq!(
+        std::fs::read(work.join("out/metrics.csv")).unwrap(),
+        std::fs::read(elsewhere.join("again/metrics.csv")).unwrap()
+    );
+}

@@ -415,3 +415,76 @@ fn failing_point_does_not_stop_the_others() {
     let summary = std::fs::read_to_string(out.join("summary.csv")).unwrap();
     assert_eq!(summary.lines().count(), 1 + 2, "the good point's two seeds");
 }
+
+#[test]
+fn a_damaged_seed_reruns_and_collect_refuses_disagreeing_copies() {
+    // Regressions: a garbage seeds/<seed>.summary.csv counted as complete and shrank the sweep's
+    // summary.csv header to `point_id,point_name`; `dpx collect` kept whichever of two
+    // disagreeing copies of a seed came first.
+    let dir = tempfile::tempdir().unwrap();
+    base(dir.path());
+    let f = sweep_file(
+        dir.path(),
+        "s.toml",
+        "[grid]\n\"privacy.epsilon\" = [1.0, 4.0]\n",
+    );
+    let full = dir.path().join("full");
+    let sweep = |out: &Path| {
+        let mut c = dpx();
+        c.args(["sweep", f.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+        c.args(["--threads", "1"]);
+        c
+    };
+    sweep(&full).assert().success();
+    let summary = std::fs::read_to_string(full.join("summary.csv")).unwrap();
+    let s = dpx::sweep::load(&f).unwrap();
+    let p0 = full.join("points").join(&s.points[0].id);
+    std::fs::write(p0.join("seeds/0.summary.csv"), "garbage\n").unwrap();
+    sweep(&full)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("seed 0 is not complete"))
+        .stderr(predicate::str::contains("1 already complete").not());
+    assert_eq!(
+        summary_without_seconds(&full.join("summary.csv")),
+        summary_without_seconds_str(&summary, dir.path())
+    );
+    dpx()
+        .args(["report", full.to_str().unwrap()])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("non-private").not());
+
+    // Two copies that disagree on one seed's accuracy: collect names both files, exit 2.
+    let copy = dir.path().join("copy");
+    sweep(&copy).assert().success();
+    let m = copy
+        .join("points")
+        .join(&s.points[1].id)
+        .join("seeds/1.metrics.csv");
+    let text = std::fs::read_to_string(&m).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let mut rows: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    assert!(rows.len() > 1);
+    let header: Vec<&str> = lines[0].split(',').collect();
+    let acc = header.iter().position(|h| *h == "test_accuracy").unwrap();
+    let n = rows.len() - 1;
+    let mut cells: Vec<String> = rows[n].split(',').map(String::from).collect();
+    cells[acc] = "0.123".into();
+    rows[n] = cells.join(",");
+    std::fs::write(&m, rows.join("\n") + "\n").unwrap();
+    let merged = dir.path().join("merged");
+    let o = dpx()
+        .args(["collect", full.to_str().unwrap(), copy.to_str().unwrap()])
+        .args(["--out", merged.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("1.metrics.csv") && err.contains("copy"),
+        "{err}"
+    );
+    assert!(err.contains("merged") || err.contains("full"), "{err}");
+}

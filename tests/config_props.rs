@@ -142,7 +142,7 @@ const FLOAT_KEYS: &[FloatKey] = &[
 /// Integer keys with their documented inclusive ranges (given BASE's other values).
 const INT_KEYS: &[(&str, &[&str], i64, i64)] = &[
     ("train.epochs", &[], 1, 1_000_000),
-    ("train.steps", &["train.epochs"], 1, i64::MAX),
+    ("train.steps", &["train.epochs"], 1, 100_000_000),
     ("train.expected_batch_size", &[], 1, 100_000_000),
     ("experiment.seeds", &[], 1, 100_000),
     ("data.synthetic.n_train", &[], 1, 10_000_000),

@@ -419,3 +419,99 @@ fn sigkill_of_a_sweep_then_the_same_command_equals_an_uninterrupted_sweep() {
     eprintln!("sweep kill-and-resume cycles passed: {cycles}");
     assert_eq!(cycles, 5);
 }
+
+/// A fast three-seed experiment for the damaged-file cases.
+fn small_config(dir: &Path) -> PathBuf {
+    let path = dir.join("small.toml");
+    std::fs::write(
+        &path,
+        r#"
+[experiment]
+name = "small"
+seeds = [0, 1, 2]
+[data]
+dataset = "gaussian_mixture"
+[data.synthetic]
+n_train = 600
+n_test = 200
+n_features = 5
+n_classes = 3
+seed = 3
+[model]
+architecture = "logistic"
+[train]
+epochs = 2
+expected_batch_size = 60
+learning_rate = 1.0
+eval_every_steps = 5
+[clip]
+clip_norm = 1.0
+[noise]
+noise_multiplier = 1.0
+[privacy]
+delta = 1e-5
+"#,
+    )
+    .unwrap();
+    path
+}
+
+#[test]
+fn resume_reruns_seeds_whose_files_are_damaged() {
+    // A regression: a truncated, empty or garbage seeds/<seed>.summary.csv made --resume exit 0
+    // with that seed missing from summary.csv, and a metrics file cut in its last line was
+    // glued to the next seed's first row.
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = small_config(dir.path());
+    let out = dir.path().join("out");
+    dpx()
+        .args(["run", "--quiet", "--out"])
+        .arg(&out)
+        .arg(&cfg)
+        .assert()
+        .success();
+    let metrics = std::fs::read(out.join("metrics.csv")).unwrap();
+    let summary = summary_without_seconds(&out);
+    assert_eq!(summary.len(), 3);
+    let seed_file = |s: u64, kind: &str| out.join(format!("seeds/{s}.{kind}.csv"));
+    type Damage<'a> = (&'a str, &'a dyn Fn(Vec<u8>) -> Vec<u8>);
+    let damage: [Damage; 5] = [
+        ("an empty summary", &|_| Vec::new()),
+        ("a summary cut in its row", &|b: Vec<u8>| {
+            b[..b.len() - 9].to_vec()
+        }),
+        ("a garbage summary", &|_| b"\x00\x01garbage,,\n".to_vec()),
+        ("a summary without its row", &|b: Vec<u8>| {
+            let end = b.iter().position(|&c| c == b'\n').unwrap() + 1;
+            b[..end].to_vec()
+        }),
+        ("a metrics file cut in its last row", &|b: Vec<u8>| {
+            b[..b.len() - 7].to_vec()
+        }),
+    ];
+    for (what, cut) in damage {
+        let (seed, kind) = if what.starts_with("a metrics") {
+            (2, "metrics")
+        } else {
+            (1, "summary")
+        };
+        let path = seed_file(seed, kind);
+        std::fs::write(&path, cut(std::fs::read(&path).unwrap())).unwrap();
+        dpx()
+            .args(["run", "--quiet", "--resume", "--out"])
+            .arg(&out)
+            .arg(&cfg)
+            .assert()
+            .success()
+            .stderr(predicate::str::contains(format!(
+                "seed {seed} is not complete"
+            )))
+            .stderr(predicate::str::contains("running it again"));
+        assert_eq!(
+            std::fs::read(out.join("metrics.csv")).unwrap(),
+            metrics,
+            "{what}: metrics.csv after the resume"
+        );
+        assert_eq!(summary_without_seconds(&out), summary, "{what}");
+    }
+}

@@ -144,8 +144,8 @@ fn idx_absurd_header_is_refused_without_allocating() {
     // Claims 4e9 x 4e9 x 4e9 bytes over a 16-byte file.
     let b = idx_bytes(&[4_000_000_000, 4_000_000_000, 4_000_000_000], &[]);
     assert!(matches!(read_idx(&b[..]), Err(DataError::TooLarge { .. })));
-    // Claims 2^31 bytes (under the bound) over a tiny body: read lazily, so truncated.
-    let b = idx_bytes(&[1 << 31], &[1, 2, 3]);
+    // Claims 2^29 bytes (under the bound) over a tiny body: read lazily, so truncated.
+    let b = idx_bytes(&[1 << 29], &[1, 2, 3]);
     assert!(matches!(read_idx(&b[..]), Err(DataError::Truncated { .. })));
     // Too many dimensions.
     let b = idx_bytes(&[1, 1, 1, 1, 1, 1], &[0]);
@@ -219,7 +219,7 @@ fn cifar_hostile_batches() {
     let b = cifar_bytes(2, 0);
     assert!(matches!(
         cifar::read_cifar_batch(&b[..b.len() - 100]),
-        Err(DataError::Truncated { .. })
+        Err(DataError::RecordSize { .. })
     ));
     assert!(matches!(
         cifar::read_cifar_batch(&[][..]),
@@ -587,4 +587,129 @@ fn named_dataset_names_round_trip() {
         "mnist2".parse::<NamedDataset>(),
         Err(DataError::InvalidParameter { .. })
     ));
+}
+
+#[test]
+fn idx_bound_is_on_the_converted_f32_size() {
+    // A regression: a header may claim up to the 4 GiB raw limit, 16 GiB once converted to f32.
+    // [70000, 128, 128] is 1.1e9 bytes on disk, over the 2^30 values (4 GiB of f32) bound.
+    let b = idx_bytes(&[70_000, 128, 128], &[]);
+    let e = read_idx(&b[..]).unwrap_err();
+    assert!(matches!(e, DataError::TooLarge { .. }), "{e}");
+    assert!(e.to_string().contains("f32"), "{e}");
+    let gz = gzip(&b);
+    let e = read_idx(&gz[..]).unwrap_err();
+    assert!(matches!(e, DataError::TooLarge { .. }), "{e}");
+}
+
+#[test]
+fn idx_images_with_a_labels_header_say_the_dimensions_are_wrong() {
+    // A regression: a 1-dimensional header on an images file was reported as "trailing data".
+    let dir = tempfile::tempdir().unwrap();
+    let (images, labels) = small_idx();
+    let flat = idx_bytes(&[3], &images[16..]);
+    let i = write(dir.path(), "images.idx", &flat);
+    let l = write(dir.path(), "labels.idx", &labels);
+    let e = load_idx_dataset(&i, &l, 10).unwrap_err();
+    assert!(matches!(e, DataError::BadHeader { .. }), "{e}");
+    let msg = e.to_string();
+    assert!(
+        msg.contains("images.idx") && msg.contains("for images"),
+        "{msg}"
+    );
+    assert!(!msg.contains("trailing"), "{msg}");
+}
+
+#[test]
+fn cifar_batch_one_byte_too_long_is_not_called_truncated() {
+    let mut b = cifar_bytes(2, 0);
+    b.push(0);
+    let e = cifar::read_cifar_batch(&b[..]).unwrap_err();
+    assert!(matches!(e, DataError::RecordSize { .. }), "{e}");
+    let msg = e.to_string();
+    assert!(
+        msg.contains("not a multiple of the 3073-byte record"),
+        "{msg}"
+    );
+    assert!(msg.contains("2 whole records and 1 bytes over"), "{msg}");
+}
+
+#[test]
+fn numbers_beyond_f32_say_they_overflow() {
+    let e = read_libsvm(&b"+1 3:1e308\n"[..]).unwrap_err();
+    assert!(matches!(e, DataError::Overflow { .. }), "{e}");
+    assert!(e.to_string().contains("overflows f32"), "{e}");
+    let e = read_csv(&b"a,label\n-1e300,1\n"[..], &CsvOptions::default()).unwrap_err();
+    assert!(
+        matches!(e, DataError::Overflow { line: Some(2), .. }),
+        "{e}"
+    );
+    // NaN and infinities are still "not finite".
+    let e = read_libsvm(&b"+1 3:inf\n"[..]).unwrap_err();
+    assert!(matches!(e, DataError::NonFinite { .. }), "{e}");
+}
+
+#[test]
+fn a_short_first_csv_line_is_blamed_on_line_1() {
+    let opts = CsvOptions {
+        has_header: false,
+        label: LabelColumn::Index(0),
+        ..CsvOptions::default()
+    };
+    let e = read_csv(&b"1,2\n0,1,2\n1,3,4\n"[..], &opts).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            DataError::RaggedRow {
+                line: Some(1),
+                expected: 3,
+                found: 2,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    // A short header likewise.
+    let e = read_csv(&b"a,label\n1,2,1\n3,4,0\n"[..], &CsvOptions::default()).unwrap_err();
+    assert!(
+        matches!(e, DataError::RaggedRow { line: Some(1), .. }),
+        "{e}"
+    );
+    // One odd row after agreeing ones is blamed on itself.
+    let e = read_csv(&b"a,label\n1,1\n1,2,3\n"[..], &CsvOptions::default()).unwrap_err();
+    assert!(
+        matches!(e, DataError::RaggedRow { line: Some(3), .. }),
+        "{e}"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn a_directory_or_fifo_where_a_data_file_belongs_is_not_a_regular_file() {
+    // A regression: it was "dataset mnist not found ... Download it" (and a FIFO could hang).
+    let dir = tempfile::tempdir().unwrap();
+    let mnist = dir.path().join("mnist");
+    std::fs::create_dir_all(mnist.join("train-images-idx3-ubyte")).unwrap();
+    let err = load(
+        &DataSource::Named {
+            dataset: NamedDataset::Mnist,
+            path: None,
+        },
+        dir.path(),
+    )
+    .unwrap_err();
+    assert!(matches!(err, DataError::NotRegularFile { .. }), "{err}");
+    let msg = err.to_string();
+    assert!(msg.contains("not a regular file (a directory)"), "{msg}");
+    assert!(!msg.contains("Download"), "{msg}");
+
+    let fifo = dir.path().join("train.csv");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    if made.is_ok_and(|s| s.success()) {
+        let err = dpx::data::csv::read_csv_file(&fifo, &CsvOptions::default()).unwrap_err();
+        assert!(
+            err.to_string().contains("not a regular file (a FIFO)"),
+            "{err}"
+        );
+    }
 }

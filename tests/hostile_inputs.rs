@@ -345,6 +345,7 @@ fn every_flag_with_random_values_answers_cleanly() {
                 ("--out", None),
                 ("--threads", Some("1".into())),
                 ("--data-dir", Some(data.clone())),
+                ("--max-memory", None),
             ],
         ),
         (
@@ -395,6 +396,7 @@ fn every_flag_with_random_values_answers_cleanly() {
                 ("--cpus", None),
                 ("--shards", None),
                 ("--data-dir", Some(data.clone())),
+                ("--max-memory", None),
                 ("--quiet", None),
             ],
         ),
@@ -423,6 +425,7 @@ fn every_flag_with_random_values_answers_cleanly() {
                 ("--out", None),
                 ("--threads", Some("1".into())),
                 ("--data-dir", Some(data.clone())),
+                ("--max-memory", None),
             ],
         ),
         (
@@ -504,5 +507,317 @@ fn huge_thread_counts_are_refused_by_every_subcommand() {
         assert!(!o.timed_out, "dpx {argv:?}: no answer");
         assert_eq!(o.code, Some(2), "dpx {argv:?}: {}", o.stderr);
         assert!(o.stderr.contains("--threads"), "{}", o.stderr);
+    }
+}
+
+/// Run `dpx ARGS` in `dir` and require exit 2 with exactly one `error:` line; returns that line.
+fn refused_with_one_line(dir: &Path, args: &[&str]) -> String {
+    let o = run_bounded(dir, args, Duration::from_secs(60));
+    assert!(!o.timed_out, "dpx {args:?}: no answer");
+    assert_eq!(o.code, Some(2), "dpx {args:?}: {}", o.stderr);
+    let lines: Vec<&str> = o
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("error"))
+        .collect();
+    assert_eq!(lines.len(), 1, "dpx {args:?}: {}", o.stderr);
+    lines[0].to_string()
+}
+
+#[test]
+fn plans_too_long_to_hold_are_refused_before_allocating() {
+    // A regression: `train.steps = 9223372036854775807` panicked with "capacity overflow" and
+    // `steps = 1e12` tried to allocate 8 TB of per-step noise multipliers.
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        ("epochs = 1", "steps = 9223372036854775807", "train.steps"),
+        ("epochs = 1", "steps = 1000000000000", "train.steps"),
+        ("epochs = 1", "steps = 100000001", "train.steps"),
+        // 10^6 epochs of 300 examples, one per batch: 3·10^8 steps.
+        (
+            "epochs = 1\nexpected_batch_size = 30",
+            "epochs = 1000000\nexpected_batch_size = 1",
+            "train.epochs",
+        ),
+    ];
+    for (from, to, key) in cases {
+        let text = BASE.replace(from, to);
+        assert_ne!(text, BASE);
+        std::fs::write(dir.path().join("long.toml"), &text).unwrap();
+        for args in [
+            &["account", "--config", "long.toml"][..],
+            &["run", "--quiet", "long.toml"],
+        ] {
+            let line = refused_with_one_line(dir.path(), args);
+            assert!(line.contains(key), "{to}: dpx {args:?}: {line}");
+            assert!(line.contains("100000000"), "{to}: names the limit: {line}");
+        }
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn endless_text_inputs_are_refused_at_their_size_limit() {
+    // A regression: every text input was read until memory ran out.
+    let dir = tempfile::tempdir().unwrap();
+    let schedule = BASE.replace(
+        "[privacy]",
+        "[noise]\nschedule = \"file\"\npath = \"/dev/zero\"\n\n[privacy]",
+    );
+    std::fs::write(dir.path().join("schedule.toml"), schedule).unwrap();
+    for (args, names) in [
+        (&["run", "--quiet", "/dev/zero"][..], "/dev/zero"),
+        (&["account", "--config", "/dev/zero"], "/dev/zero"),
+        (&["sweep", "--quiet", "/dev/zero"], "/dev/zero"),
+        (
+            &[
+                "account",
+                "--schedule",
+                "/dev/zero",
+                "--delta",
+                "1e-5",
+                "--sample-rate",
+                "0.01",
+            ],
+            "--schedule",
+        ),
+        (&["account", "--config", "schedule.toml"], "noise.path"),
+    ] {
+        let line = refused_with_one_line(dir.path(), args);
+        assert!(line.contains(names), "dpx {args:?}: {line}");
+        assert!(
+            line.contains("/dev/zero"),
+            "dpx {args:?}: names the file: {line}"
+        );
+        assert!(
+            line.contains("limit"),
+            "dpx {args:?}: names the limit: {line}"
+        );
+    }
+}
+
+#[test]
+fn an_error_chain_prints_each_cause_once() {
+    // A regression: "Is a directory (os error 21): Is a directory (os error 21)".
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("a_directory.toml")).unwrap();
+    let line = refused_with_one_line(dir.path(), &["run", "--quiet", "a_directory.toml"]);
+    assert!(line.contains("a_directory.toml"), "{line}");
+    let causes: Vec<&str> = line.split(": ").collect();
+    let mut seen = BTreeSet::new();
+    for c in &causes {
+        assert!(seen.insert(*c), "`{c}` printed twice: {line}");
+    }
+}
+
+#[test]
+fn an_empty_data_dir_variable_means_unset() {
+    // A regression: `DPX_DATA_DIR=` made clap refuse even synthetic runs ("a value is required
+    // for '--data-dir'").
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("base.toml"), BASE).unwrap();
+    for args in [
+        &["account", "--config", "base.toml"][..],
+        &["run", "--quiet", "base.toml"],
+        &["audit", "base.toml", "--canaries", "10"],
+    ] {
+        let out = Command::new(assert_cmd::cargo::cargo_bin("dpx"))
+            .current_dir(dir.path())
+            .args(args)
+            .env("DPX_DATA_DIR", "")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "dpx {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+#[test]
+fn audit_seeds_that_would_wrap_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("base.toml"), BASE).unwrap();
+    let line = refused_with_one_line(
+        dir.path(),
+        &[
+            "audit",
+            "base.toml",
+            "--seed",
+            "18446744073709551615",
+            "--runs",
+            "3",
+        ],
+    );
+    assert!(line.contains("--seed") && line.contains("--runs"), "{line}");
+}
+
+#[test]
+fn a_subsample_larger_than_the_dataset_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = BASE.replace(
+        "dataset = \"gaussian_mixture\"",
+        "dataset = \"gaussian_mixture\"\nsubsample = 5000",
+    );
+    std::fs::write(dir.path().join("sub.toml"), text).unwrap();
+    let line = refused_with_one_line(dir.path(), &["account", "--config", "sub.toml"]);
+    assert!(
+        line.contains("sub.toml") && line.contains("data.subsample"),
+        "{line}"
+    );
+    assert!(
+        line.contains("5000") && line.contains("300"),
+        "names both sizes: {line}"
+    );
+}
+
+/// An IDX file of unsigned bytes with these dimensions.
+fn idx_file(dims: &[u32], data: &[u8]) -> Vec<u8> {
+    let mut out = vec![0, 0, 0x08, dims.len() as u8];
+    for d in dims {
+        out.extend_from_slice(&d.to_be_bytes());
+    }
+    out.extend_from_slice(data);
+    out
+}
+
+/// A small MNIST-shaped dataset in `dir` (n train and n test images of 28x28).
+fn tiny_mnist(dir: &Path, n: u32) {
+    let images: Vec<u8> = (0..n as usize * 784).map(|i| (i % 251) as u8).collect();
+    let labels: Vec<u8> = (0..n).map(|i| (i % 10) as u8).collect();
+    for (prefix, _) in [("train", 0), ("t10k", 1)] {
+        std::fs::write(
+            dir.join(format!("{prefix}-images-idx3-ubyte")),
+            idx_file(&[n, 28, 28], &images),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join(format!("{prefix}-labels-idx1-ubyte")),
+            idx_file(&[n], &labels),
+        )
+        .unwrap();
+    }
+}
+
+#[test]
+fn a_model_too_large_to_hold_is_refused_before_overwriting_anything() {
+    // A regression: a CNN with out_channels = 65536, kernel_size = 1 (within the documented
+    // ranges) asked for 210 GB in the forward pass, and with --overwrite the old results were
+    // deleted before the crash.
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("mnist");
+    std::fs::create_dir(&data).unwrap();
+    tiny_mnist(&data, 1100);
+    let config = |channels: u32| {
+        format!(
+            r#"[experiment]
+name = "wide"
+[data]
+dataset = "mnist"
+path = "mnist"
+scale = true
+[model]
+architecture = "cnn"
+[[model.layers]]
+kind = "conv2d"
+out_channels = {channels}
+kernel_size = 1
+[train]
+steps = 2
+expected_batch_size = 10
+learning_rate = 0.1
+[clip]
+clip_norm = 1.0
+[noise]
+noise_multiplier = 1.0
+[privacy]
+delta = 1e-5
+"#
+        )
+    };
+    std::fs::write(dir.path().join("small.toml"), config(2)).unwrap();
+    std::fs::write(dir.path().join("wide.toml"), config(65536)).unwrap();
+    let out = run_bounded(
+        dir.path(),
+        &["run", "--quiet", "small.toml", "--out", "out"],
+        Duration::from_secs(120),
+    );
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let before = std::fs::read(dir.path().join("out/summary.csv")).unwrap();
+    for extra in [&[][..], &["--max-memory", "64"]] {
+        let mut args = vec!["run", "--quiet", "wide.toml", "--out", "out", "--overwrite"];
+        args.extend_from_slice(extra);
+        let line = refused_with_one_line(dir.path(), &args);
+        assert!(line.contains("wide.toml") && line.contains("GiB"), "{line}");
+        assert!(
+            line.contains("--max-memory"),
+            "says how to raise it: {line}"
+        );
+        assert_eq!(
+            std::fs::read(dir.path().join("out/summary.csv")).unwrap(),
+            before,
+            "the old results are kept"
+        );
+        assert!(dir.path().join("out/seeds/0.summary.csv").exists());
+    }
+    // The same refusal from a sweep (as a failure of the point) and an audit.
+    std::fs::write(
+        dir.path().join("sweep.toml"),
+        "base = \"wide.toml\"\nseeds = [0]\n[grid]\n\"train.learning_rate\" = [0.1]\n",
+    )
+    .unwrap();
+    let o = run_bounded(
+        dir.path(),
+        &[
+            "sweep",
+            "--quiet",
+            "sweep.toml",
+            "--out",
+            "sw",
+            "--max-memory",
+            "64",
+        ],
+        Duration::from_secs(120),
+    );
+    assert!(
+        o.code.is_some_and(|c| c != 0 && c != 101),
+        "{:?} {}",
+        o.code,
+        o.stderr
+    );
+    assert!(o.stderr.contains("GiB"), "{}", o.stderr);
+    let line = refused_with_one_line(dir.path(), &["audit", "wide.toml", "--max-memory", "64"]);
+    assert!(line.contains("GiB"), "{line}");
+}
+
+#[test]
+fn preprocessing_errors_name_the_file_and_the_key() {
+    // A regression: "classes: expected classes in 0..2, found 7" named neither file nor key.
+    let dir = tempfile::tempdir().unwrap();
+    let with = |data_extra: &str, synthetic: &str| {
+        BASE.replace(
+            "dataset = \"gaussian_mixture\"",
+            &format!("dataset = \"gaussian_mixture\"\n{data_extra}"),
+        )
+        .replace("n_train = 300", synthetic)
+    };
+    for (text, key) in [
+        (with("classes = [0, 7]", "n_train = 300"), "data.classes"),
+        (
+            with("pca_components = 9", "n_train = 300"),
+            "data.pca_components",
+        ),
+        (
+            with("validation_fraction = 0.5", "n_train = 1"),
+            "data.validation_fraction",
+        ),
+    ] {
+        std::fs::write(dir.path().join("prep.toml"), &text).unwrap();
+        let line = refused_with_one_line(dir.path(), &["account", "--config", "prep.toml"]);
+        assert!(
+            line.contains("prep.toml") && line.contains(key),
+            "{key}: {line}"
+        );
     }
 }

@@ -64,7 +64,7 @@ pub struct AccountArgs {
     ])]
     pub config: Option<PathBuf>,
     /// The data directory for `--config` (default: `$DPX_DATA_DIR`, else `data`).
-    #[arg(long, env = "DPX_DATA_DIR", requires = "config")]
+    #[arg(long, env = "DPX_DATA_DIR", requires = "config", value_parser = super::parse_data_dir)]
     pub data_dir: Option<PathBuf>,
     /// Target epsilon: print the noise multiplier (or scale) that meets it.
     #[arg(long)]
@@ -386,8 +386,12 @@ fn validate(args: &AccountArgs) -> anyhow::Result<Plan> {
 /// CSV whose header has a `noise_multiplier` column.
 fn read_schedule(path: &Path) -> anyhow::Result<Vec<f64>> {
     let flag = format!("--schedule {}", path.display());
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| bad_input!("{flag}: cannot read the file: {e}"))?;
+    let text = crate::text_file::read_text_capped(
+        path,
+        crate::text_file::MAX_SCHEDULE_BYTES,
+        "a schedule file",
+    )
+    .map_err(|e| bad_input!("--schedule: {e}"))?;
     let first = text
         .lines()
         .map(str::trim)

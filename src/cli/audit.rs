@@ -64,8 +64,12 @@ pub struct AuditArgs {
     /// Worker threads (runs train in parallel). Results do not depend on it.
     #[arg(long, value_parser = super::parse_threads)]
     pub threads: Option<usize>,
+    /// Refuse the audit when its estimated peak memory is over this many GiB (default: three
+    /// quarters of the physical memory).
+    #[arg(long, value_name = "GIB", value_parser = super::parse_max_memory)]
+    pub max_memory: Option<f64>,
     /// The data directory (default: `$DPX_DATA_DIR`, else `data`).
-    #[arg(long, env = "DPX_DATA_DIR")]
+    #[arg(long, env = "DPX_DATA_DIR", value_parser = super::parse_data_dir)]
     pub data_dir: Option<PathBuf>,
 }
 
@@ -172,9 +176,21 @@ pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
         .seed
         .unwrap_or_else(|| exp.spec.seeds.first().copied().unwrap_or(0));
     let seeds: Vec<u64> = (0..args.runs as u64)
-        .map(|k| first.wrapping_add(k))
-        .collect();
+        .map(|k| first.checked_add(k))
+        .collect::<Option<_>>()
+        .ok_or_else(|| {
+            bad_input(anyhow::anyhow!(
+                "--seed {first} with --runs {}: the run seeds {first}, {first}+1, ... would pass the largest seed {}",
+                args.runs,
+                u64::MAX
+            ))
+        })?;
     let pool = super::thread_pool(args.threads)?;
+    super::check_memory(
+        &exp,
+        pool.current_num_threads().min(args.runs),
+        args.max_memory,
+    )?;
     let runs: Vec<CanaryRun> = pool
         .install(|| {
             seeds
@@ -347,7 +363,10 @@ fn write_outputs(out: &Path, exp: &Experiment, report: &AuditReport) -> anyhow::
     let path = out.join("audit.csv");
     write_atomic(&path, &bytes).with_context(|| path.display().to_string())?;
     let path = out.join("config.toml");
-    write_atomic(&path, exp.spec.to_resolved_toml().as_bytes())
-        .with_context(|| path.display().to_string())?;
+    write_atomic(
+        &path,
+        exp.spec.with_absolute_paths().to_resolved_toml().as_bytes(),
+    )
+    .with_context(|| path.display().to_string())?;
     Ok(())
 }

@@ -56,7 +56,7 @@ pub struct FetchArgs {
     #[arg(value_enum)]
     pub name: FetchName,
     /// The data directory; files go into <data-dir>/<name>.
-    #[arg(long, env = DATA_DIR_ENV, default_value = DEFAULT_DATA_DIR)]
+    #[arg(long, env = DATA_DIR_ENV, default_value = DEFAULT_DATA_DIR, value_parser = super::parse_data_dir)]
     pub data_dir: PathBuf,
     /// Download every file from this base URL instead of the canonical ones.
     #[arg(long, env = fetch::MIRROR_ENV)]
@@ -81,7 +81,7 @@ fn run_fetch(args: FetchArgs) -> anyhow::Result<ExitCode> {
         }
         plan = plan.with_mirror(mirror);
     }
-    let dest = args.data_dir.join(dataset.name());
+    let dest = super::data_dir_or_default(Some(&args.data_dir)).join(dataset.name());
     let mut observer = Progress::new();
     let outcomes = fetch::fetch(&plan, &dest, &mut observer)
         .with_context(|| format!("fetching {} into {}", dataset, dest.display()))?;

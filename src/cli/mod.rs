@@ -24,8 +24,27 @@ pub mod sweep;
 ///
 /// The message is printed as is, so it should name the flag, file or key at fault.
 #[derive(Debug, thiserror::Error)]
-#[error("{0:#}")]
+#[error("{}", error_line(.0))]
 pub struct BadInput(pub anyhow::Error);
+
+/// An error and its chain of causes as one line, `outer: cause: cause`, each cause printed once:
+/// a cause whose text a message already includes (`"{path}: {source}"` with `#[source]` set) is
+/// not repeated, and line breaks become spaces.
+pub fn error_line(err: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        let text = text.trim();
+        if text.is_empty() || out.contains(text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(text);
+    }
+    out.replace(['\r', '\n'], " ")
+}
 
 /// Wrap any error as bad input (exit code 2).
 pub fn bad_input(err: impl Into<anyhow::Error>) -> anyhow::Error {
@@ -60,6 +79,66 @@ pub fn parse_threads(text: &str) -> Result<usize, String> {
             "expected a whole number from 1 to {MAX_THREADS}, found `{text}`"
         )),
     }
+}
+
+/// Parse a `--data-dir` value (or `DPX_DATA_DIR`): any path; an empty value is accepted and means
+/// "not set" (see [`data_dir_or_default`]), so `DPX_DATA_DIR=` does not break a command.
+pub fn parse_data_dir(text: &str) -> Result<std::path::PathBuf, String> {
+    Ok(std::path::PathBuf::from(text))
+}
+
+/// The data directory of a command: `--data-dir` / `DPX_DATA_DIR` when set and non-empty, else
+/// the default (`data`).
+pub fn data_dir_or_default(arg: Option<&std::path::Path>) -> std::path::PathBuf {
+    match arg {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => crate::data::source::data_dir_from_env(None),
+    }
+}
+
+/// The largest `--max-memory` in GiB (1 PiB).
+const MAX_MEMORY_GIB: f64 = 1_048_576.0;
+
+/// Parse a `--max-memory` value: a number of GiB, finite and > 0.
+pub fn parse_max_memory(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(g) if g.is_finite() && g > 0.0 && g <= MAX_MEMORY_GIB => Ok(g),
+        _ => Err(format!(
+            "expected a number of GiB greater than 0 and at most {MAX_MEMORY_GIB}, found `{text}`"
+        )),
+    }
+}
+
+/// Refuse (bad input) an experiment whose estimated peak memory with `concurrent_seeds` seeds
+/// training at once is over `--max-memory` (default: three quarters of the physical memory).
+pub fn check_memory(
+    exp: &crate::train::prepare::Experiment,
+    concurrent_seeds: usize,
+    max_memory_gib: Option<f64>,
+) -> anyhow::Result<()> {
+    use crate::train::memory::{default_limit_bytes, estimate, gib};
+    let (limit, why) = match max_memory_gib {
+        Some(g) => ((g * (1u64 << 30) as f64) as u64, "--max-memory"),
+        None => (
+            default_limit_bytes(),
+            "the default, 3/4 of physical memory; raise it with --max-memory GIB",
+        ),
+    };
+    let e = estimate(exp, concurrent_seeds);
+    let total = e.total();
+    if total <= limit {
+        return Ok(());
+    }
+    let largest = e
+        .largest()
+        .map(|p| format!(", most of it {} ({})", p.what, gib(p.bytes)))
+        .unwrap_or_default();
+    Err(bad_input(anyhow::anyhow!(
+        "{}: the run needs an estimated {} of memory ({concurrent_seeds} seed(s) at once{largest}), over the limit of {} ({why}); use a smaller model, batch or dataset",
+        exp.spec.source.display(),
+        gib(total),
+        gib(limit)
+    )))
 }
 
 /// The rayon pool of a command: `threads` workers, or one per available core when `None`.

@@ -10,7 +10,7 @@
 //! - `metrics.csv` and `summary.csv`: every finished seed, in the config's seed order, rebuilt
 //!   from the per-seed files after the run.
 //!
-//! `--resume` skips seeds already complete; Ctrl-C stops the seeds in flight, keeps the finished
+//! `--resume` skips seeds already complete (files that parse whole; a damaged seed runs again); Ctrl-C stops the seeds in flight, keeps the finished
 //! ones, and exits with code 130.
 
 use std::io::IsTerminal;
@@ -48,8 +48,12 @@ pub struct RunArgs {
     #[arg(long)]
     pub overwrite: bool,
     /// The data directory (default: `$DPX_DATA_DIR`, else `data`).
-    #[arg(long, env = "DPX_DATA_DIR")]
+    #[arg(long, env = "DPX_DATA_DIR", value_parser = super::parse_data_dir)]
     pub data_dir: Option<PathBuf>,
+    /// Refuse the run when its estimated peak memory is over this many GiB (default: three
+    /// quarters of the physical memory). Checked before anything is written or deleted.
+    #[arg(long, value_name = "GIB", value_parser = super::parse_max_memory)]
+    pub max_memory: Option<f64>,
     /// No progress output.
     #[arg(long, short)]
     pub quiet: bool,
@@ -79,6 +83,14 @@ impl OutputDir {
     pub fn seed_summary(&self, seed: u64) -> PathBuf {
         self.seeds().join(format!("{seed}.summary.csv"))
     }
+    /// Whether seed `seed`'s files parse whole ([`crate::sweep::layout::check_seed_files`]).
+    pub fn check_seed(&self, seed: u64) -> Result<(), crate::sweep::layout::LayoutError> {
+        crate::sweep::layout::check_seed_files(
+            &self.seed_metrics(seed),
+            &self.seed_summary(seed),
+            seed,
+        )
+    }
     fn has_results(&self) -> bool {
         self.summary().exists() || self.metrics().exists() || self.seeds().exists()
     }
@@ -96,7 +108,11 @@ fn csv_bytes<T: serde::Serialize>(rows: &[T]) -> anyhow::Result<Vec<u8>> {
 fn concat_csv(paths: &[PathBuf]) -> anyhow::Result<Vec<u8>> {
     let mut out = Vec::new();
     for (i, p) in paths.iter().enumerate() {
-        let text = std::fs::read_to_string(p).with_context(|| format!("{}", p.display()))?;
+        let text = crate::text_file::read_text_capped(
+            p,
+            crate::text_file::MAX_TEXT_BYTES,
+            "a per-seed CSV file",
+        )?;
         let mut lines = text.split_inclusive('\n');
         if i > 0 {
             lines.next();
@@ -213,9 +229,7 @@ fn check_writable(dir: &Path) -> anyhow::Result<()> {
 /// Build the experiment of a config file, mapping input errors to exit code 2.
 pub fn build_experiment(config: &Path, data_dir: Option<&Path>) -> anyhow::Result<Experiment> {
     let spec = crate::config::load(config).map_err(bad_input)?;
-    let data_dir = data_dir
-        .map(Path::to_path_buf)
-        .unwrap_or_else(crate::data::default_data_dir);
+    let data_dir = super::data_dir_or_default(data_dir);
     Experiment::build(spec, &data_dir).map_err(|e| {
         if e.is_bad_input() {
             bad_input(e)
@@ -234,7 +248,16 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             .clone()
             .unwrap_or_else(|| exp.spec.output.dir.clone()),
     };
-    let resolved = exp.spec.to_resolved_toml();
+    let resolved = exp.spec.with_absolute_paths().to_resolved_toml();
+    let threads = match (args.threads, exp.spec.train.threads) {
+        (Some(t), _) | (None, Threads::Count(t)) => Some(t),
+        (None, Threads::Auto) => None,
+    };
+    let concurrent = threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .min(exp.spec.seeds.len());
+    super::check_memory(&exp, concurrent, args.max_memory)?;
+    let pool = super::thread_pool(threads)?;
 
     if out.has_results() && !args.resume && !args.overwrite {
         return Err(bad_input(anyhow::anyhow!(
@@ -244,8 +267,12 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     check_writable(&out.root)?;
     if args.resume && out.config().exists() {
-        let old = std::fs::read_to_string(out.config())
-            .with_context(|| out.config().display().to_string())?;
+        let old = crate::text_file::read_text_capped(
+            &out.config(),
+            crate::config::MAX_FILE_BYTES,
+            "the saved config.toml",
+        )
+        .map_err(bad_input)?;
         if old != resolved {
             return Err(bad_input(anyhow::anyhow!(
                 "--resume: {} holds a different experiment (its config.toml differs from {}); use another --out",
@@ -254,6 +281,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             )));
         }
     }
+    // --overwrite deletes only now, once every check above has passed.
     if args.overwrite && out.seeds().exists() {
         std::fs::remove_dir_all(out.seeds()).with_context(|| out.seeds().display().to_string())?;
         let _ = std::fs::remove_file(out.metrics());
@@ -273,12 +301,24 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     for n in &exp.data.notes {
         eprintln!("note: {n}");
     }
+    // With --resume a seed is skipped only when its files parse whole; a damaged one runs again.
     let todo: Vec<u64> = exp
         .spec
         .seeds
         .iter()
         .copied()
-        .filter(|&s| !(args.resume && out.seed_summary(s).exists()))
+        .filter(|&s| {
+            if !(args.resume && out.seed_summary(s).exists()) {
+                return true;
+            }
+            match out.check_seed(s) {
+                Ok(()) => false,
+                Err(e) => {
+                    eprintln!("note: seed {s} is not complete ({e}); running it again");
+                    true
+                }
+            }
+        })
         .collect();
     let skipped = exp.spec.seeds.len() - todo.len();
     if skipped > 0 && !args.quiet {
@@ -292,10 +332,6 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         // Ctrl-C keeps its default behaviour, and completed seeds are still on disk.
         let _ = ctrlc::set_handler(move || cancel.store(true, Ordering::SeqCst));
     }
-    let pool = super::thread_pool(match (args.threads, exp.spec.train.threads) {
-        (Some(t), _) | (None, Threads::Count(t)) => Some(t),
-        (None, Threads::Auto) => None,
-    })?;
     // An accelerated run may stop at T' < train.steps (the noise-dividing step choice).
     let total_steps = exp
         .accelerated
@@ -330,7 +366,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .seeds
         .iter()
         .copied()
-        .filter(|&s| out.seed_summary(s).exists())
+        .filter(|&s| out.seed_summary(s).exists() && out.check_seed(s).is_ok())
         .collect();
     if !complete.is_empty() {
         let metrics: Vec<PathBuf> = complete.iter().map(|&s| out.seed_metrics(s)).collect();
@@ -350,7 +386,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             Ok(None) => interrupted += 1,
             Err(e) => {
                 failed += 1;
-                eprintln!("error: seed {seed}: {e:#}");
+                eprintln!("error: seed {seed}: {}", super::error_line(e));
             }
         }
     }
@@ -455,9 +491,14 @@ fn print_plan(exp: &Experiment, out: &Path) {
 }
 
 fn print_summary(out: &OutputDir) {
-    let Ok(mut r) = csv::Reader::from_path(out.summary()) else {
+    let Ok(text) = crate::text_file::read_bytes_capped(
+        &out.summary(),
+        crate::text_file::MAX_TEXT_BYTES,
+        "summary.csv",
+    ) else {
         return;
     };
+    let mut r = csv::Reader::from_reader(text.as_slice());
     let rows: Vec<SummaryRowView> = r.deserialize().filter_map(Result::ok).collect();
     for s in rows {
         println!(

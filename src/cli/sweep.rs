@@ -61,8 +61,12 @@ pub struct SweepArgs {
     #[arg(long, requires = "slurm", default_value_t = 4)]
     pub shards: usize,
     /// The data directory (default: `$DPX_DATA_DIR`, else `data`).
-    #[arg(long, env = "DPX_DATA_DIR")]
+    #[arg(long, env = "DPX_DATA_DIR", value_parser = super::parse_data_dir)]
     pub data_dir: Option<PathBuf>,
+    /// Refuse a point whose estimated peak memory is over this many GiB (default: three quarters
+    /// of the physical memory), as a failure of that point before it trains.
+    #[arg(long, value_name = "GIB", value_parser = super::parse_max_memory)]
+    pub max_memory: Option<f64>,
     /// No progress output (errors and the failure summary are still printed).
     #[arg(long, short)]
     pub quiet: bool,
@@ -230,7 +234,7 @@ fn write_slurm(args: &SweepArgs, sweep: &Sweep, out: &Path) -> anyhow::Result<Ex
     ));
     s.push_str("set -euo pipefail\n");
     s.push_str(&format!("cd {}\n", shell_quote(&cwd)));
-    let data = match &args.data_dir {
+    let data = match args.data_dir.as_ref().filter(|d| !d.as_os_str().is_empty()) {
         Some(d) => format!(" --data-dir {}", shell_quote(&absolute(d)?)),
         None => String::new(),
     };
@@ -298,7 +302,12 @@ fn write_points(d: &SweepDir, sweep: &Sweep) -> anyhow::Result<()> {
     let bytes = w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))?;
     let path = d.points_csv();
     if path.exists() {
-        let old = std::fs::read(&path).with_context(|| path.display().to_string())?;
+        let old = crate::text_file::read_bytes_capped(
+            &path,
+            crate::text_file::MAX_TEXT_BYTES,
+            "points.csv",
+        )
+        .map_err(bad_input)?;
         if old != bytes {
             return Err(crate::bad_input!(
                 "{} holds a different sweep (its points.csv differs); use another --out",
@@ -337,6 +346,8 @@ fn build_points(
     sweep: &Sweep,
     needed: &[usize],
     data_dir: &Path,
+    concurrent_jobs: usize,
+    max_memory: Option<f64>,
 ) -> Vec<(usize, anyhow::Result<Experiment>)> {
     // Distinct data specs, in first-use order.
     let mut keys: Vec<String> = Vec::new();
@@ -388,13 +399,15 @@ fn build_points(
                     ),
                     None => None,
                 };
-                Ok(Experiment {
+                let exp = Experiment {
                     spec,
                     data: d,
                     model,
                     plan,
                     accelerated,
-                })
+                };
+                super::check_memory(&exp, concurrent_jobs, max_memory)?;
+                Ok(exp)
             })();
             (i, r)
         })
@@ -436,7 +449,24 @@ fn execute(args: &SweepArgs, sweep: &Sweep, jobs: &[Job], out: &Path) -> anyhow:
     let todo: Vec<Job> = jobs
         .iter()
         .copied()
-        .filter(|j| !d.point(&sweep.points[j.point].id).is_complete(j.seed))
+        .filter(|j| {
+            let p = &sweep.points[j.point];
+            let pd = d.point(&p.id);
+            if !pd.seed_summary(j.seed).exists() {
+                return true;
+            }
+            match pd.check_seed(j.seed) {
+                Ok(()) => false,
+                Err(e) => {
+                    // A damaged seed (cut short, garbage) runs again instead of counting as done.
+                    eprintln!(
+                        "note: point {} seed {} is not complete ({e}); running it again",
+                        p.name, j.seed
+                    );
+                    true
+                }
+            }
+        })
         .collect();
     let skipped = jobs.len() - todo.len();
     let mut needed: Vec<usize> = todo.iter().map(|j| j.point).collect();
@@ -449,8 +479,12 @@ fn execute(args: &SweepArgs, sweep: &Sweep, jobs: &[Job], out: &Path) -> anyhow:
         let pd = d.point(&p.id);
         std::fs::create_dir_all(pd.seeds()).with_context(|| pd.seeds().display().to_string())?;
         if pd.config().exists() {
-            let old = std::fs::read_to_string(pd.config())
-                .with_context(|| pd.config().display().to_string())?;
+            let old = crate::text_file::read_text_capped(
+                &pd.config(),
+                crate::config::MAX_FILE_BYTES,
+                "a point's config.toml",
+            )
+            .map_err(bad_input)?;
             if old != p.resolved {
                 return Err(crate::bad_input!(
                     "{} holds a different experiment for point {}; use another --out",
@@ -478,10 +512,7 @@ fn execute(args: &SweepArgs, sweep: &Sweep, jobs: &[Job], out: &Path) -> anyhow:
     }
 
     let pool = super::thread_pool(args.threads)?;
-    let data_dir = args
-        .data_dir
-        .clone()
-        .unwrap_or_else(crate::data::default_data_dir);
+    let data_dir = super::data_dir_or_default(args.data_dir.as_deref());
 
     let cancel = Arc::new(AtomicBool::new(false));
     {
@@ -489,7 +520,9 @@ fn execute(args: &SweepArgs, sweep: &Sweep, jobs: &[Job], out: &Path) -> anyhow:
         let _ = ctrlc::set_handler(move || cancel.store(true, Ordering::SeqCst));
     }
 
-    let built = pool.install(|| build_points(sweep, &needed, &data_dir));
+    let concurrent = pool.current_num_threads().min(todo.len());
+    let built =
+        pool.install(|| build_points(sweep, &needed, &data_dir, concurrent, args.max_memory));
     let mut exps: HashMap<usize, Experiment> = HashMap::new();
     // (point name, seed or None for the whole point, message)
     let failures: Mutex<Vec<(String, Option<u64>, String)>> = Mutex::new(Vec::new());
@@ -511,7 +544,7 @@ fn execute(args: &SweepArgs, sweep: &Sweep, jobs: &[Job], out: &Path) -> anyhow:
             Err(e) => failures.lock().unwrap_or_else(|p| p.into_inner()).push((
                 p.name.clone(),
                 None,
-                format!("{e:#}"),
+                super::error_line(&e),
             )),
         }
     }
@@ -575,11 +608,16 @@ fn execute(args: &SweepArgs, sweep: &Sweep, jobs: &[Job], out: &Path) -> anyhow:
                 )),
                 Ok(None) => interrupted.store(true, Ordering::SeqCst),
                 Err(e) => {
-                    lines.line(&format!("FAIL  {} seed {}: {e:#}", p.name, j.seed));
+                    lines.line(&format!(
+                        "FAIL  {} seed {}: {}",
+                        p.name,
+                        j.seed,
+                        super::error_line(&e)
+                    ));
                     failures.lock().unwrap_or_else(|p| p.into_inner()).push((
                         p.name.clone(),
                         Some(j.seed),
-                        format!("{e:#}"),
+                        super::error_line(&e),
                     ));
                 }
             }

@@ -71,19 +71,20 @@ pub fn load_with_overrides(
     path: &Path,
     overrides: &[(String, toml::Value)],
 ) -> Result<ExperimentSpec, ConfigError> {
-    let read_error = |source| ConfigError::Read {
-        at: Location::file(path),
-        source,
-    };
-    let len = std::fs::metadata(path).map_err(read_error)?.len();
-    if len > MAX_FILE_BYTES {
-        return Err(read_error(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            format!("{len} bytes is larger than the {MAX_FILE_BYTES}-byte limit for a config file"),
-        )));
-    }
-    let text = std::fs::read_to_string(path).map_err(read_error)?;
+    let text = read_config_text(path)?;
     load_str_with_overrides(&text, path, overrides)
+}
+
+/// The text of an experiment file, refused past [`MAX_FILE_BYTES`] (read with a cap, so
+/// `/dev/zero` or an endless pipe is refused too).
+pub fn read_config_text(path: &Path) -> Result<String, ConfigError> {
+    crate::text_file::read_text_capped(path, MAX_FILE_BYTES, "a config file").map_err(|e| {
+        let source = e.into_io();
+        ConfigError::Read {
+            at: Location::file(path),
+            source,
+        }
+    })
 }
 
 /// Parse and validate experiment text; `file` names it in errors.

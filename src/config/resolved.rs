@@ -119,6 +119,43 @@ impl ExperimentSpec {
         }
     }
 
+    /// The spec with its input paths (`data.path`, `data.test_path`, `noise.path`) made absolute
+    /// against the working directory, so the resolved config written beside the results names
+    /// the same files when it is reloaded from another directory. `output.dir` is kept as given.
+    pub fn with_absolute_paths(&self) -> ExperimentSpec {
+        let abs = |p: &mut std::path::PathBuf| {
+            if let Ok(a) = std::path::absolute(&*p) {
+                *p = a;
+            }
+        };
+        let mut spec = self.clone();
+        let abs_test = |t: &mut TestSet| {
+            if let TestSet::File(p) = t {
+                abs(p);
+            }
+        };
+        match &mut spec.data.source {
+            DataSource::Standard { dir, .. } => {
+                if let Some(d) = dir {
+                    abs(d);
+                }
+            }
+            DataSource::Libsvm { path, test } | DataSource::Csv { path, test, .. } => {
+                abs(path);
+                abs_test(test);
+            }
+            DataSource::Synthetic(_) => {}
+        }
+        if let Some(p) = &mut spec.privacy
+            && let NoiseSchedule::File {
+                path: Some(path), ..
+            } = &mut p.noise_schedule
+        {
+            abs(path);
+        }
+        spec
+    }
+
     /// The resolved config as TOML, for `results/<name>/config.toml`.
     pub fn to_resolved_toml(&self) -> String {
         let mut out = String::from(

@@ -37,6 +37,9 @@ pub const MAX_SEEDS: usize = 100_000;
 pub const MAX_SYNTHETIC_EXAMPLES: usize = 10_000_000;
 /// Upper bound on n × d of a generated dataset (4 GiB of f32).
 pub const MAX_SYNTHETIC_CELLS: usize = 1 << 30;
+/// Upper bound on the steps of one run (`train.steps`, or ⌈epochs · n / batch⌉): the plan holds
+/// a few numbers per step (σ_t, s_t: 16 bytes), so 10^8 steps cost 1.6 GB before training.
+pub const MAX_STEPS: u64 = 100_000_000;
 
 /// A validated experiment: everything `dpx run` needs, every default filled in.
 #[derive(Debug, Clone, PartialEq)]
@@ -599,6 +602,19 @@ impl ExperimentSpec {
                     "the batch size {batch} is larger than the {n_train} training examples"
                 ),
             });
+        }
+        if let TrainLength::Epochs(e) = self.train.length {
+            let steps = self.planned_steps(n_train);
+            if steps > MAX_STEPS {
+                return Err(ConfigError::DataMismatch {
+                    at,
+                    key: "train.epochs".into(),
+                    reason: format!(
+                        "{e} epochs of {n_train} examples in batches of {batch} are {steps} steps, \
+                         more than the limit of {MAX_STEPS} steps per run"
+                    ),
+                });
+            }
         }
         let needed = match self.model.architecture {
             ModelArchitecture::MnistCnn => Some((784, "1×28×28")),
@@ -1263,7 +1279,9 @@ impl Checker<'_> {
                 ));
             }
             (Some(e), None) => TrainLength::Epochs(self.int("train.epochs", e, 1, 1_000_000)?),
-            (None, Some(s)) => TrainLength::Steps(self.int("train.steps", s, 1, i64::MAX)?),
+            (None, Some(s)) => {
+                TrainLength::Steps(self.int("train.steps", s, 1, MAX_STEPS as i64)?)
+            }
             (None, None) => {
                 return Err(self.missing("train.epochs", "give `train.epochs` or `train.steps`"));
             }
@@ -1952,11 +1970,16 @@ impl Checker<'_> {
                 let (path, values) = match (&n.path, &n.values) {
                     (Some(p), _) => {
                         let path = PathBuf::from(p);
-                        let text = std::fs::read_to_string(&path).map_err(|e| {
+                        let text = crate::text_file::read_text_capped(
+                            &path,
+                            crate::text_file::MAX_SCHEDULE_BYTES,
+                            "a noise schedule file",
+                        )
+                        .map_err(|e| {
                             self.range(
                                 "noise.path",
                                 "a readable file of per-step noise multipliers",
-                                format!("{p}: {e}"),
+                                e.to_string(),
                             )
                         })?;
                         let values = crate::privacy::schedule::parse_values(&text).map_err(|e| {

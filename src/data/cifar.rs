@@ -6,8 +6,8 @@
 //! `data_batch_1..5.bin`, test is `test_batch.bin`; each may be gzipped (`.bin.gz`), and the
 //! official `cifar-10-binary.tar.gz` is read directly without unpacking.
 //!
-//! Owns parsing and validation: a file length that is not a whole number of records is a
-//! truncation error, a label above 9 is rejected, archive member sizes are checked against
+//! Owns parsing and validation: a file length that is not a whole number of records is an
+//! error saying so, a label above 9 is rejected, archive member sizes are checked against
 //! [`MAX_FILE_BYTES`] before reading. Must not scale or normalise pixels (that is `preprocess`).
 
 use std::io::Read;
@@ -79,11 +79,10 @@ impl CifarBatches {
             return Err(DataError::Empty { path: None });
         }
         if !bytes.len().is_multiple_of(RECORD_BYTES) {
-            let whole = bytes.len() / RECORD_BYTES;
-            return Err(DataError::Truncated {
+            return Err(DataError::RecordSize {
                 path: None,
-                what: "CIFAR-10 batch (3073-byte records)",
-                expected_bytes: ((whole + 1) * RECORD_BYTES) as u64,
+                what: "CIFAR-10 batch",
+                record_bytes: RECORD_BYTES as u64,
                 found_bytes: bytes.len() as u64,
             });
         }
@@ -238,6 +237,7 @@ pub fn read_cifar_tar<R: Read>(reader: R) -> Result<TrainTest, DataError> {
 
 /// [`read_cifar_tar`] on a file; errors name the file.
 pub fn load_cifar_tar(path: &Path) -> Result<TrainTest, DataError> {
+    super::io::check_regular(path, "the CIFAR-10 archive cifar-10-binary.tar.gz")?;
     let file = std::fs::File::open(path).map_err(|e| DataError::io(e).with_path(path))?;
     read_cifar_tar(file).map_err(|e| e.with_path(path))
 }

@@ -88,14 +88,21 @@ pub fn read_csv<R: Read>(reader: R, options: &CsvOptions) -> Result<CsvTable, Da
         .delimiter(options.delimiter)
         .trim(::csv::Trim::All)
         .from_reader(reader);
-    let mut records = rdr.records();
+    let mut records = rdr.records().peekable();
     let mut header: Option<Vec<String>> = None;
+    // The line the expected width comes from (the header's, else the first row's).
+    let mut width_line = None;
     if options.has_header {
         match records.next() {
-            Some(r) => header = Some(r.map_err(csv_error)?.iter().map(String::from).collect()),
+            Some(r) => {
+                let r = r.map_err(csv_error)?;
+                width_line = r.position().map(|p| p.line() as usize);
+                header = Some(r.iter().map(String::from).collect());
+            }
             None => return Err(DataError::Empty { path: None }),
         }
     }
+    let mut rows_read = 0usize;
     let label_col = match (&options.label, &header) {
         (LabelColumn::Index(i), _) => *i,
         (LabelColumn::Name(name), Some(h)) => {
@@ -118,21 +125,41 @@ pub fn read_csv<R: Read>(reader: R, options: &CsvOptions) -> Result<CsvTable, Da
     let mut width = header.as_ref().map(Vec::len);
     let mut features = Vec::new();
     let mut labels = RawLabels::default();
-    for record in records {
+    while let Some(record) = records.next() {
         let record = record.map_err(csv_error)?;
         let line = record.position().map_or(0, |p| p.line() as usize);
         if record.len() == 1 && record.get(0) == Some("") {
             continue;
         }
+        if width.is_none() {
+            width_line = Some(line);
+        }
         let w = *width.get_or_insert(record.len());
         if record.len() != w {
-            return Err(DataError::RaggedRow {
-                path: None,
-                line: Some(line),
-                expected: w,
-                found: record.len(),
+            // The first line against the second: when the third agrees with the second, the
+            // first line is the odd one out, so blame it rather than the second.
+            let first_is_odd = rows_read == usize::from(header.is_none())
+                && records
+                    .peek()
+                    .and_then(|r| r.as_ref().ok())
+                    .is_some_and(|next| next.len() == record.len());
+            return Err(if first_is_odd {
+                DataError::RaggedRow {
+                    path: None,
+                    line: width_line,
+                    expected: record.len(),
+                    found: w,
+                }
+            } else {
+                DataError::RaggedRow {
+                    path: None,
+                    line: Some(line),
+                    expected: w,
+                    found: record.len(),
+                }
             });
         }
+        rows_read += 1;
         if label_col >= w {
             return Err(DataError::InvalidParameter {
                 name: "label column",
@@ -167,12 +194,7 @@ pub fn read_csv<R: Read>(reader: R, options: &CsvOptions) -> Result<CsvTable, Da
                 found: field.to_string(),
             })?;
             if !v.is_finite() {
-                return Err(DataError::NonFinite {
-                    path: None,
-                    line: Some(line),
-                    field: name(),
-                    found: field.to_string(),
-                });
+                return Err(super::libsvm::non_finite(field, Some(line), name()));
             }
             features.push(v);
         }

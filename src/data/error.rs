@@ -140,6 +140,41 @@ pub enum DataError {
         found: usize,
     },
 
+    /// A record-structured file whose size is not a whole number of records.
+    #[error(
+        "{}{what} of {found_bytes} bytes is not a multiple of the {record_bytes}-byte record ({} whole records and {} bytes over)",
+        at(.path),
+        found_bytes / record_bytes,
+        found_bytes % record_bytes
+    )]
+    RecordSize {
+        path: Option<PathBuf>,
+        what: &'static str,
+        record_bytes: u64,
+        found_bytes: u64,
+    },
+
+    /// A finite number too large in magnitude for f32.
+    #[error(
+        "{}{}{field}: {found} overflows f32 (the largest magnitude is about 3.4e38)",
+        at(.path),
+        line_at(.line)
+    )]
+    Overflow {
+        path: Option<PathBuf>,
+        line: Option<usize>,
+        field: String,
+        found: String,
+    },
+
+    /// A path where a data file should be is a directory, FIFO or other special file.
+    #[error("{}: not a regular file ({kind}); expected {expected}", .path.display())]
+    NotRegularFile {
+        path: PathBuf,
+        kind: &'static str,
+        expected: String,
+    },
+
     /// A file (or archive) holds no examples.
     #[error("{}no examples found", at(.path))]
     Empty { path: Option<PathBuf> },
@@ -291,7 +326,30 @@ impl DataError {
                 found,
             },
             DataError::Empty { path } => DataError::Empty { path: fill(path) },
+            DataError::RecordSize {
+                path,
+                what,
+                record_bytes,
+                found_bytes,
+            } => DataError::RecordSize {
+                path: fill(path),
+                what,
+                record_bytes,
+                found_bytes,
+            },
+            DataError::Overflow {
+                path,
+                line,
+                field,
+                found,
+            } => DataError::Overflow {
+                path: fill(path),
+                line,
+                field,
+                found,
+            },
             other @ (DataError::CountMismatch { .. }
+            | DataError::NotRegularFile { .. }
             | DataError::NotFound { .. }
             | DataError::Inconsistent { .. }
             | DataError::InvalidParameter { .. }) => other,

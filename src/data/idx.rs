@@ -17,7 +17,7 @@ use std::path::Path;
 use ndarray::Array2;
 
 use super::Dataset;
-use super::error::{DataError, MAX_FILE_BYTES};
+use super::error::{DataError, MAX_ELEMENTS, MAX_FILE_BYTES};
 use super::io::{is_gzip_file, maybe_gunzip, open_maybe_gzip, read_exact_body, read_some};
 
 /// The IDX type code for unsigned bytes.
@@ -97,6 +97,16 @@ fn read_header<R: Read>(reader: &mut R) -> Result<Header, DataError> {
             limit: MAX_FILE_BYTES,
         });
     }
+    // Each byte becomes a 4-byte f32 (an 8-byte label): bound what the conversion will hold,
+    // not only the bytes on disk.
+    if body_bytes > MAX_ELEMENTS {
+        return Err(DataError::TooLarge {
+            path: None,
+            what: format!("IDX header dims {dims:?}: converted to f32, {body_bytes} values"),
+            claimed: body_bytes,
+            limit: MAX_ELEMENTS,
+        });
+    }
     Ok(Header {
         dims,
         body_bytes,
@@ -113,6 +123,31 @@ pub fn read_idx<R: Read>(reader: R) -> Result<IdxArray, DataError> {
         dims: header.dims,
         data,
     })
+}
+
+/// Read an IDX file whose header must have `ndim` dimensions (`what`: e.g. "images"); the
+/// header is checked before the body is read, so an images file with a labels header is refused
+/// for its dimensions rather than for the bytes that follow them.
+pub fn read_idx_file_expecting(
+    path: &Path,
+    ndim: usize,
+    shape: &str,
+) -> Result<IdxArray, DataError> {
+    let mut reader = open_maybe_gzip(path)?;
+    let header = read_header(&mut reader).map_err(|e| e.with_path(path))?;
+    if header.dims.len() != ndim {
+        return Err(DataError::BadHeader {
+            path: Some(path.to_path_buf()),
+            expected: format!("{ndim} dimension(s) {shape}"),
+            found: format!(
+                "{} dimension(s) {:?}, wrong for this file",
+                header.dims.len(),
+                header.dims
+            ),
+        });
+    }
+    drop(reader);
+    read_idx_file(path)
 }
 
 /// Read an IDX file; errors name the file. For an uncompressed file the header's claimed size
@@ -226,8 +261,8 @@ pub fn load_idx_dataset(
     labels_path: &Path,
     num_classes: usize,
 ) -> Result<Dataset, DataError> {
-    let images = read_idx_file(images_path)?;
-    let labels = read_idx_file(labels_path)?;
+    let images = read_idx_file_expecting(images_path, 3, "[n, rows, cols] for images")?;
+    let labels = read_idx_file_expecting(labels_path, 1, "[n] for labels")?;
     check_images(&images).map_err(|e| e.with_path(images_path))?;
     check_labels(&labels, num_classes).map_err(|e| e.with_path(labels_path))?;
     pair(images, labels, num_classes).map_err(|e| match e {

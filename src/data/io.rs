@@ -37,14 +37,56 @@ fn peek2<R: BufRead>(reader: &mut R) -> io::Result<Option<[u8; 2]>> {
     }
 }
 
+/// What kind of file system object `path` is when it exists but is not a regular file
+/// (`None` for a regular file or a path that does not exist).
+pub fn non_regular_kind(path: &Path) -> Option<&'static str> {
+    let m = std::fs::metadata(path).ok()?;
+    let t = m.file_type();
+    if t.is_file() {
+        return None;
+    }
+    if t.is_dir() {
+        return Some("a directory");
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if t.is_fifo() {
+            return Some("a FIFO");
+        }
+        if t.is_socket() {
+            return Some("a socket");
+        }
+        if t.is_char_device() || t.is_block_device() {
+            return Some("a device");
+        }
+    }
+    Some("not a regular file")
+}
+
+/// Refuse a directory, FIFO or device where a data file (`expected`) should be, before opening
+/// it (opening a FIFO would wait for a writer).
+pub fn check_regular(path: &Path, expected: &str) -> Result<(), DataError> {
+    match non_regular_kind(path) {
+        Some(kind) => Err(DataError::NotRegularFile {
+            path: path.to_path_buf(),
+            kind,
+            expected: expected.to_string(),
+        }),
+        None => Ok(()),
+    }
+}
+
 /// Open a file for reading, decompressing it when it is gzip.
 pub fn open_maybe_gzip(path: &Path) -> Result<Box<dyn Read>, DataError> {
+    check_regular(path, "a data file")?;
     let file = File::open(path).map_err(|e| DataError::io(e).with_path(path))?;
     maybe_gunzip(file).map_err(|e| DataError::io(e).with_path(path))
 }
 
 /// True when the file at `path` starts with the gzip magic.
 pub fn is_gzip_file(path: &Path) -> Result<bool, DataError> {
+    check_regular(path, "a data file")?;
     let mut file = File::open(path).map_err(|e| DataError::io(e).with_path(path))?;
     let mut magic = [0u8; 2];
     let mut got = 0;

@@ -33,6 +33,27 @@ pub struct LibsvmFile {
     pub max_index: usize,
 }
 
+/// The error for a number that is not a finite f32: [`DataError::Overflow`] when the text is a
+/// finite number too large for f32 (e.g. `1e308`), [`DataError::NonFinite`] for NaN and ±∞.
+pub(crate) fn non_finite(text: &str, line: Option<usize>, field: String) -> DataError {
+    let found = text.to_string();
+    if text.trim().parse::<f64>().is_ok_and(f64::is_finite) {
+        DataError::Overflow {
+            path: None,
+            line,
+            field,
+            found,
+        }
+    } else {
+        DataError::NonFinite {
+            path: None,
+            line,
+            field,
+            found,
+        }
+    }
+}
+
 /// Parse LIBSVM text (raw or gzip) from a reader.
 pub fn read_libsvm<R: Read>(reader: R) -> Result<LibsvmFile, DataError> {
     let reader = BufReader::new(maybe_gunzip(reader).map_err(DataError::io)?);
@@ -81,12 +102,8 @@ pub fn read_libsvm<R: Read>(reader: R) -> Result<LibsvmFile, DataError> {
                 found: val.to_string(),
             })?;
             if !value.is_finite() {
-                return Err(DataError::NonFinite {
-                    path: None,
-                    line: Some(line_no),
-                    field: format!("feature {index}"),
-                    found: val.to_string(),
-                });
+                let field = format!("feature {index}");
+                return Err(non_finite(val, Some(line_no), field));
             }
             out.max_index = out.max_index.max(index as usize);
             row.push(((index - 1) as u32, value));

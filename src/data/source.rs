@@ -14,6 +14,7 @@ use super::cifar::{self, TEST_BATCH, TRAIN_BATCHES};
 use super::csv::{CsvOptions, load_csv_pair};
 use super::error::DataError;
 use super::idx::load_idx_dataset;
+use super::io::check_regular;
 use super::libsvm::load_libsvm_pair;
 use super::synthetic::SyntheticSpec;
 use super::{Dataset, TrainTest};
@@ -164,6 +165,8 @@ pub fn load(source: &DataSource, data_dir: &Path) -> Result<TrainTest, DataError
                 NamedDataset::Cifar10 => load_cifar(&dir, not_found)?,
                 NamedDataset::A9a => {
                     let (train, test) = (dir.join("a9a"), dir.join("a9a.t"));
+                    check_regular(&train, "the a9a training file")?;
+                    check_regular(&test, "the a9a test file")?;
                     if !train.is_file() || !test.is_file() {
                         return Err(not_found("a9a and a9a.t".to_string(), vec![dir]));
                     }
@@ -214,11 +217,17 @@ fn hint(dataset: NamedDataset, path: Option<&Path>, data_dir: &Path) -> String {
     }
 }
 
-/// The file `name` or `name.gz` in `dir`, whichever exists.
-fn raw_or_gz(dir: &Path, name: &str) -> Option<PathBuf> {
-    [dir.join(name), dir.join(format!("{name}.gz"))]
-        .into_iter()
-        .find(|p| p.is_file())
+/// The file `name` or `name.gz` in `dir`, whichever exists; a directory, FIFO or device in
+/// their place is an error saying so (not "not found").
+fn raw_or_gz(dir: &Path, name: &str) -> Result<Option<PathBuf>, DataError> {
+    let candidates = [dir.join(name), dir.join(format!("{name}.gz"))];
+    if let Some(p) = candidates.iter().find(|p| p.is_file()) {
+        return Ok(Some(p.clone()));
+    }
+    for p in &candidates {
+        check_regular(p, &format!("the data file {name} or {name}.gz"))?;
+    }
+    Ok(None)
 }
 
 fn load_idx_dir(
@@ -227,7 +236,7 @@ fn load_idx_dir(
 ) -> Result<TrainTest, DataError> {
     let mut files = Vec::with_capacity(4);
     for name in IDX_FILES {
-        match raw_or_gz(dir, name) {
+        match raw_or_gz(dir, name)? {
             Some(p) => files.push(p),
             None => return Err(not_found(format!("{name} or {name}.gz"), vec![dir.into()])),
         }
@@ -254,6 +263,13 @@ fn load_cifar(
     if tarball.is_file() {
         return cifar::load_cifar_tar(&tarball);
     }
+    for stem in TRAIN_BATCHES.iter().chain([&TEST_BATCH]) {
+        check_regular(
+            &batches.join(format!("{stem}.bin")),
+            "a CIFAR-10 batch file",
+        )?;
+    }
+    check_regular(&tarball, "the CIFAR-10 archive cifar-10-binary.tar.gz")?;
     Err(not_found(
         "data_batch_1..5 and test_batch (.bin or .bin.gz), or cifar-10-binary.tar.gz".to_string(),
         vec![batches, dir.to_path_buf(), tarball],

@@ -377,6 +377,46 @@ impl Model {
         self.output_size.max(2)
     }
 
+    /// Floats per example of the input and of each layer's output, in order: what a forward
+    /// pass holds per example (for memory estimates).
+    pub fn activation_lens(&self) -> Vec<usize> {
+        let mut out = Vec::with_capacity(self.layers.len() + 1);
+        out.push(self.input_size);
+        for layer in &self.layers {
+            let prev = out.last().copied().unwrap_or(0);
+            out.push(match layer {
+                Layer::ToChannelsLast { c, h, w } | Layer::Flatten { c, h, w } => c * h * w,
+                Layer::Dense { units, .. } => *units,
+                Layer::Conv {
+                    window,
+                    out_channels,
+                    ..
+                } => window.positions() * out_channels,
+                Layer::MaxPool { window } | Layer::AvgPool { window } => {
+                    window.positions() * window.channels
+                }
+                Layer::Act(_) => prev,
+            });
+        }
+        out
+    }
+
+    /// Per example, the im2col patch floats of every convolution (Σ L·K), which the per-sample
+    /// gradients of convolutions may keep ([`super::per_sample::CONV_CACHE_LIMIT_BYTES`]).
+    pub fn conv_patch_lens(&self) -> usize {
+        self.layers
+            .iter()
+            .map(|l| match l {
+                Layer::Conv {
+                    window,
+                    out_channels,
+                    ..
+                } => window.patch_len() * out_channels,
+                _ => 0,
+            })
+            .sum()
+    }
+
     /// The memory limit for [`crate::grad::PerSampleGradients::materialize`] (default 4 GiB).
     pub fn materialize_limit_bytes(&self) -> u64 {
         self.materialize_limit_bytes

@@ -73,7 +73,13 @@ pub struct Series {
 impl Series {
     /// Read a `metrics.csv` (rows of every seed) and average over seeds at each step.
     pub fn read(name: &str, path: &Path) -> Result<Series, csv::Error> {
-        let mut r = csv::Reader::from_path(path)?;
+        let text = crate::text_file::read_bytes_capped(
+            path,
+            crate::text_file::MAX_TEXT_BYTES,
+            "a metrics file",
+        )
+        .map_err(|e| csv::Error::from(e.into_io()))?;
+        let mut r = csv::Reader::from_reader(text.as_slice());
         let rows: Vec<Row> = r.deserialize().collect::<Result<_, _>>()?;
         let mut by_step: BTreeMap<u64, Vec<&Row>> = BTreeMap::new();
         for row in &rows {

@@ -49,7 +49,13 @@ pub struct SeedSummary {
 
 /// Read a `summary.csv`.
 pub fn read_summary(path: &Path) -> Result<Vec<SeedSummary>, csv::Error> {
-    let mut r = csv::Reader::from_path(path)?;
+    let text = crate::text_file::read_bytes_capped(
+        path,
+        crate::text_file::MAX_TEXT_BYTES,
+        "a summary file",
+    )
+    .map_err(|e| csv::Error::from(e.into_io()))?;
+    let mut r = csv::Reader::from_reader(text.as_slice());
     r.deserialize().collect()
 }
 

@@ -15,6 +15,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::report::atomic::{WriteError, write_atomic};
+use crate::text_file::{MAX_TEXT_BYTES, TextReadError, read_bytes_capped, read_text_capped};
 
 /// Errors reading or writing a sweep directory.
 #[derive(Debug, thiserror::Error)]
@@ -37,6 +38,14 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> LayoutError + '_ {
     move |source| LayoutError::Io {
         path: path.to_path_buf(),
         source,
+    }
+}
+
+fn text_err(e: TextReadError) -> LayoutError {
+    let path = e.path().to_path_buf();
+    LayoutError::Io {
+        path,
+        source: e.into_io(),
     }
 }
 
@@ -68,13 +77,26 @@ impl PointDir {
     pub fn seed_summary(&self, seed: u64) -> PathBuf {
         self.seeds().join(format!("{seed}.summary.csv"))
     }
-    /// Whether the seed finished (its summary is written last).
+    /// Whether the seed finished: its summary exists (it is written last) and both its files
+    /// parse whole ([`check_seed_files`]).
     pub fn is_complete(&self, seed: u64) -> bool {
-        self.seed_summary(seed).exists()
+        self.seed_summary(seed).exists() && self.check_seed(seed).is_ok()
     }
 
-    /// The seeds with a summary file, in ascending order.
+    /// [`check_seed_files`] on this seed's files.
+    pub fn check_seed(&self, seed: u64) -> Result<(), LayoutError> {
+        check_seed_files(&self.seed_metrics(seed), &self.seed_summary(seed), seed)
+    }
+
+    /// The complete seeds ([`is_complete`](Self::is_complete)), in ascending order.
     pub fn complete_seeds(&self) -> Result<Vec<u64>, LayoutError> {
+        let mut seeds = self.seeds_with_summary()?;
+        seeds.retain(|&s| self.check_seed(s).is_ok());
+        Ok(seeds)
+    }
+
+    /// The seeds with a summary file, whole or not, in ascending order.
+    pub fn seeds_with_summary(&self) -> Result<Vec<u64>, LayoutError> {
         let dir = self.seeds();
         if !dir.exists() {
             return Ok(Vec::new());
@@ -184,7 +206,7 @@ impl SweepDir {
 
 /// The seeds of a resolved config.toml in their order (empty when unreadable).
 fn seed_order(config: &Path) -> Vec<u64> {
-    std::fs::read_to_string(config)
+    read_text_capped(config, MAX_TEXT_BYTES, "a config file")
         .ok()
         .and_then(|t| t.parse::<toml::Table>().ok())
         .and_then(|t| {
@@ -198,13 +220,135 @@ fn seed_order(config: &Path) -> Vec<u64> {
         .unwrap_or_default()
 }
 
+/// Check that a seed's files are whole, as `dpx run` writes them: `metrics.csv` and
+/// `summary.csv` each end with a line break and have the expected header (the columns of
+/// [`crate::train::metrics`], an accelerated run's extra columns allowed), every row has the
+/// header's field count and well-typed values for this seed, the summary has exactly one row,
+/// and its `steps` is the step of the last metrics row. The error names the file at fault.
+pub fn check_seed_files(metrics: &Path, summary: &Path, seed: u64) -> Result<(), LayoutError> {
+    use crate::train::metrics::{
+        METRICS_COLUMNS, METRICS_EXTRA_COLUMNS, SUMMARY_COLUMNS, SUMMARY_EXTRA_COLUMNS,
+    };
+    let (sh, srows) = parse_whole(summary, SUMMARY_COLUMNS, SUMMARY_EXTRA_COLUMNS, seed)?;
+    let bad = |path: &Path, message: String| LayoutError::Csv {
+        path: path.to_path_buf(),
+        message,
+    };
+    if srows.len() != 1 {
+        return Err(bad(
+            summary,
+            format!("expected one row for seed {seed}, found {}", srows.len()),
+        ));
+    }
+    let (mh, mrows) = parse_whole(metrics, METRICS_COLUMNS, METRICS_EXTRA_COLUMNS, seed)?;
+    let step_of = |h: &[String], row: &csv::StringRecord, col: &str| -> Option<u64> {
+        let i = h.iter().position(|c| c == col)?;
+        row.get(i)?.parse().ok()
+    };
+    let mut last = None;
+    for (k, row) in mrows.iter().enumerate() {
+        let step = step_of(&mh, row, "step");
+        if step < last {
+            return Err(bad(
+                metrics,
+                format!("line {}: the steps go backwards", k + 2),
+            ));
+        }
+        last = step;
+    }
+    let Some(last) = last else {
+        return Err(bad(metrics, "no rows".into()));
+    };
+    let steps = step_of(&sh, &srows[0], "steps");
+    if steps != Some(last) {
+        return Err(bad(
+            metrics,
+            format!(
+                "its last row is step {last} but {} says {} steps (cut short?)",
+                summary.display(),
+                steps.map_or("no".to_string(), |s| s.to_string())
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A per-seed CSV read whole and checked cell by cell (see [`check_seed_files`]).
+fn parse_whole(
+    path: &Path,
+    columns: &[&str],
+    extra: &[&str],
+    seed: u64,
+) -> Result<(Vec<String>, Vec<csv::StringRecord>), LayoutError> {
+    let bad = |message: String| LayoutError::Csv {
+        path: path.to_path_buf(),
+        message,
+    };
+    let bytes = read_bytes_capped(path, MAX_TEXT_BYTES, "a per-seed CSV file").map_err(text_err)?;
+    if !bytes.ends_with(b"\n") {
+        return Err(bad(if bytes.is_empty() {
+            "empty file".into()
+        } else {
+            "the last line has no line break (cut short)".into()
+        }));
+    }
+    let mut r = csv::Reader::from_reader(bytes.as_slice());
+    let header: Vec<String> = r
+        .headers()
+        .map_err(|e| bad(e.to_string()))?
+        .iter()
+        .map(String::from)
+        .collect();
+    let expected_start =
+        header.len() >= columns.len() && header.iter().zip(columns).all(|(h, c)| h == c);
+    let mut rest = extra.iter();
+    let extras_ok = header[columns.len().min(header.len())..]
+        .iter()
+        .all(|h| rest.any(|c| c == h));
+    if !expected_start || !extras_ok {
+        return Err(bad(format!(
+            "unexpected header (expected {}, ...)",
+            columns[..3.min(columns.len())].join(",")
+        )));
+    }
+    let mut rows = Vec::new();
+    for rec in r.records() {
+        let rec = rec.map_err(|e| bad(e.to_string()))?;
+        let line = rec.position().map_or(0, |p| p.line());
+        for (col, cell) in header.iter().zip(rec.iter()) {
+            let ok = match col.as_str() {
+                "seed" => cell.parse::<u64>() == Ok(seed),
+                "step" | "steps" => cell.parse::<u64>().is_ok(),
+                "status" => matches!(cell, "completed" | "diverged"),
+                "epsilon_guaranteed" => matches!(cell, "true" | "false"),
+                "noise_mode" => !cell.is_empty(),
+                "accountant" => true,
+                _ => cell.is_empty() || cell.parse::<f64>().is_ok(),
+            };
+            if !ok {
+                return Err(bad(format!(
+                    "line {line}: column {col}: unexpected value {cell:?}{}",
+                    if col == "seed" {
+                        format!(" (expected {seed})")
+                    } else {
+                        String::new()
+                    }
+                )));
+            }
+        }
+        rows.push(rec);
+    }
+    Ok((header, rows))
+}
+
 /// Read a CSV file with a header into (header, rows).
 pub fn read_table(path: &Path) -> Result<(Vec<String>, Vec<Vec<String>>), LayoutError> {
     let csv_err = |e: csv::Error| LayoutError::Csv {
         path: path.to_path_buf(),
         message: e.to_string(),
     };
-    let mut r = csv::Reader::from_path(path).map_err(csv_err)?;
+    let bytes = read_bytes_capped(path, MAX_TEXT_BYTES, "a CSV file").map_err(text_err)?;
+    let mut r = csv::Reader::from_reader(bytes.as_slice());
     let header: Vec<String> = r
         .headers()
         .map_err(csv_err)?
@@ -223,7 +367,7 @@ pub fn concat_csv(paths: &[PathBuf]) -> Result<Vec<u8>, LayoutError> {
     let mut out = Vec::new();
     let mut first_header: Option<String> = None;
     for p in paths {
-        let text = std::fs::read_to_string(p).map_err(io(p))?;
+        let text = read_text_capped(p, MAX_TEXT_BYTES, "a CSV file").map_err(text_err)?;
         let mut lines = text.split_inclusive('\n');
         let header = lines.next().unwrap_or_default().to_string();
         match &first_header {
@@ -248,9 +392,9 @@ pub fn concat_csv(paths: &[PathBuf]) -> Result<Vec<u8>, LayoutError> {
 
 /// Copy one file into `dest` unless an identical one is there; a different one is a conflict.
 fn merge_file(src: &Path, dest: &Path) -> Result<bool, LayoutError> {
-    let bytes = std::fs::read(src).map_err(io(src))?;
+    let bytes = read_bytes_capped(src, MAX_TEXT_BYTES, "a result file").map_err(text_err)?;
     if dest.exists() {
-        let old = std::fs::read(dest).map_err(io(dest))?;
+        let old = read_bytes_capped(dest, MAX_TEXT_BYTES, "a result file").map_err(text_err)?;
         return if old == bytes {
             Ok(false)
         } else {
@@ -268,12 +412,47 @@ fn merge_file(src: &Path, dest: &Path) -> Result<bool, LayoutError> {
 }
 
 fn copy_file(src: &Path, dest: &Path) -> Result<(), LayoutError> {
-    let bytes = std::fs::read(src).map_err(io(src))?;
+    let bytes = read_bytes_capped(src, MAX_TEXT_BYTES, "a result file").map_err(text_err)?;
     if let Some(parent) = dest.parent() {
         std::fs::create_dir_all(parent).map_err(io(parent))?;
     }
     write_atomic(dest, &bytes)?;
     Ok(())
+}
+
+/// Check that two copies of one seed's results agree: `metrics.csv` byte for byte, and
+/// `summary.csv` in every column but `seconds` (wall-clock time, which differs between two
+/// runs of the same seed). A disagreement names both files.
+fn same_seed_results(src: &PointDir, dest: &PointDir, seed: u64) -> Result<(), LayoutError> {
+    let read = |p: &Path| read_bytes_capped(p, MAX_TEXT_BYTES, "a result file").map_err(text_err);
+    let conflict = |a: PathBuf, b: PathBuf| LayoutError::Conflict {
+        message: format!(
+            "differs from {}: two results for one seed disagree",
+            b.display()
+        ),
+        path: a,
+    };
+    let (sm, dm) = (src.seed_metrics(seed), dest.seed_metrics(seed));
+    if read(&sm)? != read(&dm)? {
+        return Err(conflict(dm, sm));
+    }
+    let (ss, ds) = (src.seed_summary(seed), dest.seed_summary(seed));
+    if without_seconds(&ss)? != without_seconds(&ds)? {
+        return Err(conflict(ds, ss));
+    }
+    Ok(())
+}
+
+/// A summary file's header and rows with the `seconds` column left out.
+fn without_seconds(path: &Path) -> Result<Vec<Vec<String>>, LayoutError> {
+    let (header, rows) = read_table(path)?;
+    let keep: Vec<usize> = (0..header.len())
+        .filter(|&i| header[i] != "seconds")
+        .collect();
+    Ok(std::iter::once(header)
+        .chain(rows)
+        .map(|r| keep.iter().filter_map(|&i| r.get(i).cloned()).collect())
+        .collect())
 }
 
 /// What [`collect`] did.
@@ -286,9 +465,10 @@ pub struct CollectStats {
 
 /// Merge sweep directories (e.g. one per shard) into `dest`, then rebuild its aggregates.
 ///
-/// Sources must agree on `points.csv`. Per-seed files are copied when missing; an existing
-/// file must be identical except the per-seed summary (whose `seconds` column varies), which is
-/// kept. A metrics file is copied only with its summary. Idempotent: collecting again changes
+/// Sources must agree on `points.csv`. Per-seed files are copied when missing (or damaged in
+/// `dest`); a seed present in both must agree: its metrics byte for byte, its summary in every
+/// column but `seconds` (which varies), and the copy already in `dest` is kept. A damaged seed
+/// in a source is an error naming its file. A metrics file is copied only with its summary. Idempotent: collecting again changes
 /// nothing. A source equal to `dest` is only rebuilt.
 pub fn collect(sources: &[PathBuf], dest: &Path) -> Result<CollectStats, LayoutError> {
     let d = SweepDir {
@@ -318,11 +498,14 @@ pub fn collect(sources: &[PathBuf], dest: &Path) -> Result<CollectStats, LayoutE
             if sp.rdp().exists() {
                 merge_file(&sp.rdp(), &dp.rdp())?;
             }
-            for seed in sp.complete_seeds()? {
+            for seed in sp.seeds_with_summary()? {
+                // A damaged seed in a source cannot be re-run here: refuse it, naming the file.
+                sp.check_seed(seed)?;
                 if dp.is_complete(seed) {
+                    same_seed_results(&sp, &dp, seed)?;
                     continue;
                 }
-                // An incomplete seed in dest (metrics without summary) is replaced.
+                // An incomplete or damaged seed in dest is replaced.
                 copy_file(&sp.seed_metrics(seed), &dp.seed_metrics(seed))?;
                 copy_file(&sp.seed_summary(seed), &dp.seed_summary(seed))?;
                 stats.seeds_copied += 1;

@@ -272,15 +272,20 @@ pub fn load(path: &Path) -> Result<Sweep, SweepError> {
         path: path.to_path_buf(),
         source,
     };
-    let len = std::fs::metadata(path).map_err(read_err)?.len();
-    if len > MAX_SWEEP_BYTES {
-        return Err(SweepError::Invalid {
+    use crate::text_file::{TextReadError, read_text_capped};
+    let text = read_text_capped(path, MAX_SWEEP_BYTES, "a sweep file").map_err(|e| match e {
+        TextReadError::Io { source, .. } => read_err(source),
+        TextReadError::TooLarge { limit, .. } => SweepError::Invalid {
             path: path.to_path_buf(),
             key: "(file)".into(),
-            message: format!("{len} bytes is more than the {MAX_SWEEP_BYTES}-byte limit"),
-        });
-    }
-    let text = std::fs::read_to_string(path).map_err(read_err)?;
+            message: format!("more than the {limit}-byte limit for a sweep file"),
+        },
+        TextReadError::NotUtf8 { valid_up_to, .. } => SweepError::Invalid {
+            path: path.to_path_buf(),
+            key: "(file)".into(),
+            message: format!("not UTF-8 text (byte {valid_up_to})"),
+        },
+    })?;
     load_str(&text, path)
 }
 
@@ -445,7 +450,7 @@ pub fn load_str(text: &str, path: &Path) -> Result<Sweep, SweepError> {
                 source: Box::new(source),
             }
         })?;
-        let resolved = spec.to_resolved_toml();
+        let resolved = spec.with_absolute_paths().to_resolved_toml();
         let id = format!("{:016x}", fnv1a64(resolved.as_bytes()));
         if let Some(first) = ids.insert(id.clone(), name.clone()) {
             return Err(SweepError::Duplicate {

@@ -431,7 +431,8 @@ pub fn fingerprint(problem: &BinaryLogistic) -> String {
 /// ‖∇F‖ ≤ 1e−12) and cached. The note says which, and where.
 pub fn optimum_objective(problem: &BinaryLogistic, data_dir: &Path) -> (f64, String) {
     let path = optimum_cache_path(problem, data_dir);
-    if let Ok(text) = std::fs::read_to_string(&path)
+    // The cache is a few lines: anything larger is not ours, and is recomputed.
+    if let Ok(text) = crate::text_file::read_text_capped(&path, 64 * 1024, "F* cache file")
         && let Some(v) = text
             .lines()
             .find_map(|l| l.strip_prefix("optimum_objective = "))

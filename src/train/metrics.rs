@@ -7,6 +7,71 @@
 
 use serde::Serialize;
 
+/// The columns of every `metrics.csv`, in order (a test checks them against [`MetricsRow`]).
+pub const METRICS_COLUMNS: &[&str] = &[
+    "seed",
+    "step",
+    "epoch",
+    "lr",
+    "noise_multiplier",
+    "noise_std",
+    "clip_norm",
+    "batch_size",
+    "epsilon",
+    "delta",
+    "train_loss",
+    "test_loss",
+    "test_accuracy",
+    "validation_loss",
+    "validation_accuracy",
+    "clipped_fraction_private",
+    "clipped_fraction_nonprivate",
+    "train_set_loss",
+    "train_set_accuracy",
+];
+
+/// The columns an accelerated run may add after [`METRICS_COLUMNS`], in order.
+pub const METRICS_EXTRA_COLUMNS: &[&str] = &[
+    "objective",
+    "excess_risk",
+    "laplace_scale",
+    "step_epsilon",
+    "step_size",
+    "momentum",
+    "stage",
+];
+
+/// The columns of every `summary.csv`, in order (a test checks them against [`SummaryRow`]).
+pub const SUMMARY_COLUMNS: &[&str] = &[
+    "seed",
+    "status",
+    "steps",
+    "epochs",
+    "final_test_accuracy",
+    "best_test_accuracy",
+    "final_test_loss",
+    "final_train_loss",
+    "final_validation_accuracy",
+    "epsilon",
+    "delta",
+    "order",
+    "accountant",
+    "noise_multiplier",
+    "epsilon_guaranteed",
+    "noise_mode",
+    "final_train_set_loss",
+    "seconds",
+];
+
+/// The columns an accelerated run may add after [`SUMMARY_COLUMNS`], in order.
+pub const SUMMARY_EXTRA_COLUMNS: &[&str] = &[
+    "final_excess_risk",
+    "optimum_objective",
+    "smoothness",
+    "epsilon_rdp",
+    "rdp_delta",
+];
+
 /// One evaluation of one seed.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct MetricsRow {
@@ -125,4 +190,99 @@ pub struct SummaryRow {
     pub epsilon_rdp: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rdp_delta: Option<f64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header<T: Serialize>(row: &T) -> Vec<String> {
+        let mut w = csv::Writer::from_writer(Vec::new());
+        w.serialize(row).unwrap();
+        let bytes = w.into_inner().unwrap();
+        let text = String::from_utf8(bytes).unwrap();
+        text.lines()
+            .next()
+            .unwrap()
+            .split(',')
+            .map(String::from)
+            .collect()
+    }
+
+    #[test]
+    fn column_lists_match_the_rows() {
+        let mut m = MetricsRow {
+            seed: 0,
+            step: 0,
+            epoch: 0.0,
+            lr: 0.0,
+            noise_multiplier: None,
+            noise_std: None,
+            clip_norm: None,
+            batch_size: None,
+            epsilon: None,
+            delta: None,
+            train_loss: None,
+            test_loss: 0.0,
+            test_accuracy: 0.0,
+            validation_loss: None,
+            validation_accuracy: None,
+            clipped_fraction_private: None,
+            clipped_fraction_nonprivate: None,
+            train_set_loss: None,
+            train_set_accuracy: None,
+            objective: None,
+            excess_risk: None,
+            laplace_scale: None,
+            step_epsilon: None,
+            step_size: None,
+            momentum: None,
+            stage: None,
+        };
+        assert_eq!(header(&m), METRICS_COLUMNS);
+        (m.objective, m.excess_risk, m.laplace_scale) = (Some(0.0), Some(0.0), Some(0.0));
+        (m.step_epsilon, m.step_size, m.momentum, m.stage) =
+            (Some(0.0), Some(0.0), Some(0.0), Some(1));
+        let all: Vec<&str> = METRICS_COLUMNS
+            .iter()
+            .chain(METRICS_EXTRA_COLUMNS)
+            .copied()
+            .collect();
+        assert_eq!(header(&m), all);
+        let mut s = SummaryRow {
+            seed: 0,
+            status: SeedStatus::Completed,
+            steps: 0,
+            epochs: 0.0,
+            final_test_accuracy: 0.0,
+            best_test_accuracy: 0.0,
+            final_test_loss: 0.0,
+            final_train_loss: None,
+            final_validation_accuracy: None,
+            epsilon: None,
+            delta: None,
+            order: None,
+            accountant: None,
+            noise_multiplier: None,
+            epsilon_guaranteed: true,
+            noise_mode: "none".into(),
+            final_train_set_loss: None,
+            seconds: 0.0,
+            final_excess_risk: None,
+            optimum_objective: None,
+            smoothness: None,
+            epsilon_rdp: None,
+            rdp_delta: None,
+        };
+        assert_eq!(header(&s), SUMMARY_COLUMNS);
+        (s.final_excess_risk, s.optimum_objective, s.smoothness) =
+            (Some(0.0), Some(0.0), Some(0.0));
+        (s.epsilon_rdp, s.rdp_delta) = (Some(0.0), Some(0.0));
+        let all: Vec<&str> = SUMMARY_COLUMNS
+            .iter()
+            .chain(SUMMARY_EXTRA_COLUMNS)
+            .copied()
+            .collect();
+        assert_eq!(header(&s), all);
+    }
 }

@@ -17,6 +17,7 @@
 //! `model`, updates in `optim`.
 
 pub mod accelerated;
+pub mod memory;
 pub mod metrics;
 pub mod plan;
 pub mod prepare;

@@ -16,7 +16,7 @@ use crate::config::spec::{
 use crate::data::csv::{CsvOptions, LabelColumn};
 use crate::data::preprocess::{self, StandardizeMode};
 use crate::data::synthetic::{self, SyntheticSpec};
-use crate::data::{DataSource, Dataset, NamedDataset, TrainTest};
+use crate::data::{DataError, DataSource, Dataset, NamedDataset, TrainTest};
 use crate::model::Model;
 use crate::model::spec::{Activation, LayerSpec, LossKind, ModelSpec};
 
@@ -213,7 +213,8 @@ fn load(spec: &ExperimentSpec, data_dir: &Path) -> Result<TrainTest, TrainError>
             // The same file was read as train and test: hold out a fraction of it as the test set.
             let n = data.train.len();
             let size = ((n as f64) * f).round().clamp(1.0, (n.max(2) - 1) as f64) as usize;
-            let (train, test) = preprocess::train_validation_split(&data.train, size, DATA_SEED)?;
+            let (train, test) = preprocess::train_validation_split(&data.train, size, DATA_SEED)
+                .map_err(keyed(spec, "data.test_fraction"))?;
             Ok(TrainTest { train, test })
         }
     }
@@ -226,19 +227,55 @@ fn split_test(path: &Path, test: &TestSet) -> (PathBuf, Option<f64>) {
     }
 }
 
+/// A preprocessing error caused by the value of `key`: one line naming the file and the key.
+fn keyed<'a>(spec: &'a ExperimentSpec, key: &'static str) -> impl Fn(DataError) -> TrainError + 'a {
+    move |e| {
+        let reason = match e {
+            DataError::InvalidParameter {
+                expected, found, ..
+            } => format!("expected {expected}, found {found}"),
+            other => other.to_string(),
+        };
+        TrainError::Config(crate::config::ConfigError::DataMismatch {
+            at: crate::config::Location::file(&spec.source),
+            key: key.into(),
+            reason,
+        })
+    }
+}
+
 /// Load and preprocess the data of `spec`.
 pub fn prepare_data(spec: &ExperimentSpec, data_dir: &Path) -> Result<PreparedData, TrainError> {
     let d = &spec.data;
     let mut data = load(spec, data_dir)?;
     let mut notes = Vec::new();
     if let Some(classes) = &d.classes {
-        data.train = preprocess::keep_classes(&data.train, classes)?;
-        data.test = preprocess::keep_classes(&data.test, classes)?;
+        data.train =
+            preprocess::keep_classes(&data.train, classes).map_err(keyed(spec, "data.classes"))?;
+        data.test =
+            preprocess::keep_classes(&data.test, classes).map_err(keyed(spec, "data.classes"))?;
     }
-    if let Some(n) = d.subsample
-        && n < data.train.len()
-    {
-        data.train = preprocess::subsample(&data.train, n, DATA_SEED ^ 1)?;
+    if let Some(n) = d.subsample {
+        let available = data.train.len();
+        if n > available {
+            let after = if d.classes.is_some() {
+                " (after data.classes)"
+            } else {
+                ""
+            };
+            return Err(crate::config::ConfigError::DataMismatch {
+                at: crate::config::Location::file(&spec.source),
+                key: "data.subsample".into(),
+                reason: format!(
+                    "{n} is more than the {available} training examples of the dataset{after}"
+                ),
+            }
+            .into());
+        }
+        if n < available {
+            data.train = preprocess::subsample(&data.train, n, DATA_SEED ^ 1)
+                .map_err(keyed(spec, "data.subsample"))?;
+        }
     }
     let mut validation = None;
     if d.validation_fraction > 0.0 {
@@ -246,7 +283,8 @@ pub fn prepare_data(spec: &ExperimentSpec, data_dir: &Path) -> Result<PreparedDa
         let size = ((n as f64) * d.validation_fraction)
             .round()
             .clamp(1.0, (n.max(2) - 1) as f64) as usize;
-        let (train, val) = preprocess::train_validation_split(&data.train, size, DATA_SEED ^ 2)?;
+        let (train, val) = preprocess::train_validation_split(&data.train, size, DATA_SEED ^ 2)
+            .map_err(keyed(spec, "data.validation_fraction"))?;
         data.train = train;
         validation = Some(val);
     }
@@ -276,7 +314,8 @@ pub fn prepare_data(spec: &ExperimentSpec, data_dir: &Path) -> Result<PreparedDa
         );
     }
     if let Some(k) = d.pca_components {
-        let pca = preprocess::Pca::fit(&data.train, k)?;
+        let pca =
+            preprocess::Pca::fit(&data.train, k).map_err(keyed(spec, "data.pca_components"))?;
         data.train = pca.transform(&data.train)?;
         data.test = pca.transform(&data.test)?;
         if let Some(v) = validation.as_mut() {

@@ -1,0 +1,174 @@
+//! An estimate of a run's peak memory, made before anything is deleted, written or trained.
+//!
+//! The estimate adds what a run holds at its peak: the prepared data, the plan's per-step
+//! vectors, and for every seed training at the same time its parameters and optimiser state,
+//! one step's activations and deltas (the kept forward pass, the backward pass and their
+//! temporaries: three times the activations of the largest batch a step is likely to draw), the
+//! per-sample convolution cache, a materialised `[B, P]` matrix for policies that form one, and
+//! one evaluation chunk of 1024 examples. It is meant to catch a configuration that cannot run
+//! (hundreds of GB) with a clear message, not to predict the resident size to the megabyte:
+//! small allocations (scratch buffers, the rows written) are left out.
+
+use super::prepare::Experiment;
+use crate::config::spec::Sampler;
+
+/// Rows per evaluation chunk (`Model::evaluate`).
+const EVAL_CHUNK: u64 = 1024;
+
+/// The limit when neither `--max-memory` nor the machine says otherwise.
+pub const FALLBACK_LIMIT_BYTES: u64 = 16 << 30;
+
+/// One part of the estimate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Part {
+    pub what: &'static str,
+    pub bytes: u64,
+}
+
+/// A run's estimated peak memory, by part.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemoryEstimate {
+    pub parts: Vec<Part>,
+}
+
+impl MemoryEstimate {
+    /// The total in bytes (saturating).
+    pub fn total(&self) -> u64 {
+        self.parts
+            .iter()
+            .fold(0u64, |acc, p| acc.saturating_add(p.bytes))
+    }
+
+    /// The largest part.
+    pub fn largest(&self) -> Option<&Part> {
+        self.parts.iter().max_by_key(|p| p.bytes)
+    }
+}
+
+/// Bytes in GiB (2^30 bytes) with one decimal.
+pub fn gib(bytes: u64) -> String {
+    format!("{:.1} GiB", bytes as f64 / (1u64 << 30) as f64)
+}
+
+fn mul(a: u64, b: u64) -> u64 {
+    a.saturating_mul(b)
+}
+
+/// The largest batch a step is likely to draw: B for fixed-size and shuffled batches; for a
+/// Poisson batch of expected size B, B + 6√B + 6 (more than that has probability below 10^-8).
+fn step_batch(sampler: Sampler) -> u64 {
+    let b = sampler.batch_size() as u64;
+    match sampler {
+        Sampler::Poisson { .. } => b + (6.0 * (b as f64).sqrt()).ceil() as u64 + 6,
+        Sampler::Shuffle { .. } | Sampler::FixedSize { .. } => b,
+    }
+}
+
+/// Estimate the peak memory of `exp` with `concurrent_seeds` seeds training at once.
+pub fn estimate(exp: &Experiment, concurrent_seeds: usize) -> MemoryEstimate {
+    let seeds = concurrent_seeds.max(1) as u64;
+    let d = &exp.data;
+    let features = [Some(&d.train), Some(&d.test), d.validation.as_ref()]
+        .into_iter()
+        .flatten()
+        .map(|s| mul(s.features.len() as u64, 4) + mul(s.labels.len() as u64, 8))
+        .fold(0u64, u64::saturating_add);
+    let p = exp.model.num_params() as u64;
+    let acts = exp.model.activation_lens();
+    let per_example: u64 = acts.iter().map(|&a| a as u64).fold(0, u64::saturating_add);
+    let widest_pair: u64 = acts
+        .windows(2)
+        .map(|w| (w[0] + w[1]) as u64)
+        .max()
+        .unwrap_or(acts.first().copied().unwrap_or(0) as u64);
+    let batch = step_batch(exp.spec.train.sampler);
+    let eval_rows = [Some(&d.test), d.validation.as_ref(), Some(&d.train)]
+        .into_iter()
+        .flatten()
+        .map(|s| s.len() as u64)
+        .max()
+        .unwrap_or(0)
+        .min(EVAL_CHUNK);
+    let conv_cache = mul(mul(batch, exp.model.conv_patch_lens() as u64), 4)
+        .min(crate::model::per_sample::CONV_CACHE_LIMIT_BYTES);
+    let materialized = if exp.plan.clip.materializes() {
+        mul(mul(batch, p), 4)
+    } else {
+        0
+    };
+    let mut parts = vec![
+        Part {
+            what: "the prepared data",
+            bytes: features,
+        },
+        Part {
+            what: "the plan's per-step values",
+            bytes: mul(exp.plan.planned_steps, 16),
+        },
+        Part {
+            what: "parameters, gradients and optimiser state",
+            bytes: mul(seeds, mul(p, 40)),
+        },
+        Part {
+            what: "one training step's activations and deltas",
+            bytes: mul(seeds, mul(mul(batch, per_example), 12)),
+        },
+        Part {
+            what: "the per-sample convolution cache",
+            bytes: mul(seeds, conv_cache),
+        },
+        Part {
+            what: "the materialised per-sample gradients",
+            bytes: mul(seeds, materialized),
+        },
+        Part {
+            what: "one evaluation chunk",
+            bytes: mul(seeds, mul(mul(eval_rows, widest_pair), 4)),
+        },
+    ];
+    parts.retain(|p| p.bytes > 0);
+    MemoryEstimate { parts }
+}
+
+/// The default memory limit: three quarters of the physical memory when the system reports it,
+/// else [`FALLBACK_LIMIT_BYTES`].
+pub fn default_limit_bytes() -> u64 {
+    physical_memory_bytes()
+        .map(|m| m / 4 * 3)
+        .unwrap_or(FALLBACK_LIMIT_BYTES)
+}
+
+#[cfg(unix)]
+fn physical_memory_bytes() -> Option<u64> {
+    // SAFETY: sysconf reads a system constant; it has no preconditions.
+    let (pages, page) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    (pages > 0 && page > 0).then(|| (pages as u64).saturating_mul(page as u64))
+}
+
+#[cfg(not(unix))]
+fn physical_memory_bytes() -> Option<u64> {
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn poisson_batches_get_a_margin() {
+        let b = step_batch(Sampler::Poisson {
+            expected_batch_size: 100,
+        });
+        assert!((160..=170).contains(&b), "{b}");
+    }
+
+    #[test]
+    fn the_default_limit_is_positive() {
+        assert!(default_limit_bytes() > 0);
+    }
+}
