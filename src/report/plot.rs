@@ -281,7 +281,19 @@ fn data_range(values: impl Iterator<Item = (f64, f64)>, log: bool, pad: bool) ->
             return (lo / 2.0, hi * 2.0);
         }
         let k = if pad { (hi / lo).powf(0.05) } else { 1.0 };
-        (lo / k, hi * k)
+        let (lo, hi) = (lo / k, hi * k);
+        // plotters places log key points from the first power of ten up: start at the power of
+        // ten below when it is close, so the lowest decade gets its 1-2-5 labels too
+        let below = 10f64.powf(lo.log10().floor());
+        // (a hair below it, so rounding in plotters' ln(start)/ln(10) cannot skip that decade).
+        (
+            if lo < 3.0 * below {
+                below * (1.0 - 1e-9)
+            } else {
+                lo
+            },
+            hi,
+        )
     } else {
         if hi <= lo {
             return (lo - 1.0, hi + 1.0);
