@@ -29,11 +29,11 @@ fn bench_pld(c: &mut Criterion) {
     group.bench_function("target_q256of50000_sigma1_T39200", |b| {
         b.iter(|| epsilon(black_box(256.0 / 50000.0), black_box(1.0), 39_200, 1e-5))
     });
-    // dp_libraries.md §3 row 7
+    // docs/reference_vectors.md row 7
     group.bench_function("row7_q0.01_sigma0.7_T120", |b| {
         b.iter(|| epsilon(black_box(0.01), black_box(0.7), 120, 1e-5))
     });
-    // dp_libraries.md §3 row 9
+    // docs/reference_vectors.md row 9
     group.bench_function("row9_q0.1_sigma3_T512", |b| {
         b.iter(|| epsilon(black_box(0.1), black_box(3.0), 512, 1e-6))
     });

@@ -3,9 +3,9 @@
 
 Run by hand only; dpx never depends on Python. Install dp_accounting outside the repository:
 
-    python3 -m venv /work/venvs/dpacc && /work/venvs/dpacc/bin/pip install dp-accounting
-    /work/venvs/dpacc/bin/python scripts/compare_pld.py            # all cases
-    /work/venvs/dpacc/bin/python scripts/compare_pld.py target     # one case by name
+    python3 -m venv "$HOME/dpacc-env" && "$HOME/dpacc-env/bin/pip" install dp-accounting
+    "$HOME/dpacc-env/bin/python" scripts/compare_pld.py            # all cases
+    "$HOME/dpacc-env/bin/python" scripts/compare_pld.py target     # one case by name
 
 Prints one line per case: name, epsilon (or delta), seconds (wall clock, construction +
 composition + conversion, single process) and cpu_seconds (process CPU time, steadier on a
@@ -28,7 +28,7 @@ from dp_accounting.pld import pld_privacy_accountant
 CASES = {
     # issue 2 performance target (delta 1e-5 = 1/(2 N) for N = 50,000 is our choice)
     "target": (256 / 50000, 1.0, 39200, 1e-5),
-    # dp_libraries.md section 3 row 7 (TF Privacy compute_dp_sgd_privacy_test, PLD 2.4612381)
+    # docs/reference_vectors.md row 7 (TF Privacy compute_dp_sgd_privacy_test, PLD 2.4612381)
     "row7": (0.01, 0.7, 120, 1e-5),
     # row 8 (PLD 1.199)
     "row8": (64 / 10000, 1.0, 782, 1e-6),

@@ -1,4 +1,4 @@
-//! `[accelerated]` runs end to end (Kuru et al. 2020; accelerated.md): the events a run records
+//! `[accelerated]` runs end to end (Kuru et al. 2020; docs/methods/accelerated.md): the events a run records
 //! equal the plan's, ε sums to the budget, the excess risk uses a correct F*, the two heavy-ball
 //! forms give the same run, determinism, and clear errors for bad configs and data.
 

@@ -1,4 +1,4 @@
-//! Public reference vectors for the accountants (../shared/reference/dp_libraries.md §3). Each
+//! Public reference vectors for the accountants (docs/reference_vectors.md). Each
 //! test names the row and the upstream file its number comes from.
 
 use dpx::privacy::accountant::rdp::{
@@ -29,7 +29,7 @@ fn rdp_with_orders(orders: Vec<f64>) -> RdpAccountant {
 
 #[test]
 fn row1_opacus_rdp_accountant() {
-    // dp_libraries.md §3 row 1: pytorch/opacus opacus/tests/accountants_test.py::test_rdp_accountant
+    // docs/reference_vectors.md row 1: pytorch/opacus opacus/tests/accountants_test.py::test_rdp_accountant
     // asserts 7.32911117143 (Opacus alphas, improved conversion).
     let mut acc = rdp_with_orders(opacus_orders());
     acc.compose(&poisson_steps(0.04, 1.5, 2250), 1).unwrap();
@@ -43,7 +43,7 @@ fn row1_opacus_rdp_accountant() {
 
 #[test]
 fn row4_tfp_test0() {
-    // dp_libraries.md §3 row 4: tensorflow/privacy compute_dp_sgd_privacy_test.py Test0 asserts
+    // docs/reference_vectors.md row 4: tensorflow/privacy compute_dp_sgd_privacy_test.py Test0 asserts
     // 0.7242234026109595 at order 19 (TFP orders).
     let mut acc = rdp_with_orders(tfp_orders());
     acc.compose(&poisson_steps(150.0 / 60000.0, 1.3, 6000), 1)
@@ -59,7 +59,7 @@ fn row4_tfp_test0() {
 
 #[test]
 fn row5_tfp_test1() {
-    // dp_libraries.md §3 row 5: same file, Test1 asserts 1.4154988495444842 at order 13.
+    // docs/reference_vectors.md row 5: same file, Test1 asserts 1.4154988495444842 at order 13.
     let mut acc = rdp_with_orders(tfp_orders());
     acc.compose(&poisson_steps(100.0 / 100000.0, 1.0, 30000), 1)
         .unwrap();
@@ -74,7 +74,7 @@ fn row5_tfp_test1() {
 
 #[test]
 fn row16_dp_accounting_raw_rdp() {
-    // dp_libraries.md §3 row 16: google/differential-privacy rdp_privacy_accountant_test.py::
+    // docs/reference_vectors.md row 16: google/differential-privacy rdp_privacy_accountant_test.py::
     // test_compute_rdp_poisson_sampled_gaussian asserts these (rtol 1e-4). At integer orders its
     // kernel is exact, so dpx matches; at fractional orders dp_accounting sums |terms| (an upper
     // bound), so dpx's exact value must lie below it (and matches mpmath, next test).
@@ -115,7 +115,7 @@ fn fractional_orders_match_multiprecision_integral() {
 
 #[test]
 fn row17_autodp_tfp_values() {
-    // dp_libraries.md §3 row 17: yuxiangw/autodp test/unit_test_dp_sgd_poisson_sampling_add_remove.py.
+    // docs/reference_vectors.md row 17: yuxiangw/autodp test/unit_test_dp_sgd_poisson_sampling_add_remove.py.
     let got = rdp::rdp_poisson_gaussian(0.01, 0.5, 2.0);
     assert!(rel_err(got, 0.005345502314345245) < 1e-9, "{got}");
     let got = rdp::rdp_poisson_gaussian(0.2, 10.0, 4.0);
@@ -128,7 +128,7 @@ fn row17_autodp_tfp_values() {
 
 #[test]
 fn row20_opacus_heterogeneous_docstring() {
-    // dp_libraries.md §3 row 20: pytorch/opacus opacus/accountants/analysis/rdp.py docstring:
+    // docs/reference_vectors.md row 20: pytorch/opacus opacus/accountants/analysis/rdp.py docstring:
     // 0.336 at order 23 with orders 2..32 (0.33634 recomputed).
     let mut acc = rdp_with_orders((2..=32).map(f64::from).collect());
     acc.compose(&poisson_steps(1e-5, 1.0, 10), 1).unwrap();
@@ -144,7 +144,7 @@ fn row20_opacus_heterogeneous_docstring() {
 
 #[test]
 fn row21_zcdp_tight_and_standard() {
-    // dp_libraries.md §3 row 21: opendp zCDP_to_approxDP test: rho = 1/32, delta = 1e-3 gives
+    // docs/reference_vectors.md row 21: opendp zCDP_to_approxDP test: rho = 1/32, delta = 1e-3 gives
     // 0.6880024554878086 (tight CKS conversion); the standard conversion gives 0.9605 (row text).
     let tight = zcdp_epsilon_tight(1.0 / 32.0, 1e-3);
     assert!(rel_err(tight, 0.6880024554878086) < 1e-9, "{tight}");
@@ -154,7 +154,7 @@ fn row21_zcdp_tight_and_standard() {
 
 #[test]
 fn row22_pure_dp_rdp_conversion() {
-    // dp_libraries.md §3 row 22: rdp_privacy_accountant_test.py::test_compute_epsilon_delta_pure_dp:
+    // docs/reference_vectors.md row 22: rdp_privacy_accountant_test.py::test_compute_epsilon_delta_pure_dp:
     // RDP 1.1 at orders 2..32, delta 1e-5 gives 1.32783806176 at order 32.
     let orders: Vec<f64> = (2..=32).map(f64::from).collect();
     let rdp = vec![1.1; orders.len()];
@@ -165,7 +165,7 @@ fn row22_pure_dp_rdp_conversion() {
 
 #[test]
 fn row3_gdp_poisson_clt() {
-    // dp_libraries.md §3 row 3: opacus accountants_test.py::test_gdp_accountant asserts
+    // docs/reference_vectors.md row 3: opacus accountants_test.py::test_gdp_accountant asserts
     // eps in (6.59, 6.60); 6.59982 recomputed.
     let mut acc = new_accountant(AccountantKind::Gdp, &AccountantOptions::default()).unwrap();
     acc.compose(&poisson_steps(0.04, 1.5, 2249), 1).unwrap();
@@ -185,7 +185,7 @@ fn row3_gdp_poisson_clt() {
 
 #[test]
 fn zcdp_paper_budget_vector() {
-    // ../shared/methods/dynamic_noise.md §2: (epsilon, delta) = (4, 1e-8) gives rho = 0.196352,
+    // docs/methods/dynamic_noise.md §2: (epsilon, delta) = (4, 1e-8) gives rho = 0.196352,
     // and uniform T = 100 gives sigma = sqrt(T/(2 rho)) = 15.958.
     let rho = paper_rho_budget(4.0, 1e-8);
     assert!((rho - 0.196352).abs() < 5e-7, "{rho}");
@@ -200,7 +200,7 @@ fn zcdp_paper_budget_vector() {
 
 #[test]
 fn adp_paper_test_vector() {
-    // ../shared/methods/adp_sgd.md §2.1 test vector: n = 50000, m = 256, T = 11760, delta = 1e-5,
+    // docs/methods/adp_sgd.md §2.1 test vector: n = 50000, m = 256, T = 11760, delta = 1e-5,
     // epsilon-bar = 0.8 (epsilon = 12.8): B_delta = 215.7485 and the DP-SGD z = 10.1943.
     let q = 256.0 / 50000.0;
     let b = dpx::privacy::accountant::adp_paper::adp_paper_b_delta(11760.0, q, 1e-5);
@@ -219,7 +219,7 @@ fn adp_paper_test_vector() {
 
 #[test]
 fn default_orders_are_dp_accounting_grid() {
-    // dp_libraries.md §4: [1 + x/10 for x in 1..99] + range(11, 64) + [128, 256, 512, 1024].
+    // docs/reference_vectors.md, default orders of dp_accounting: [1 + x/10 for x in 1..99] + range(11, 64) + [128, 256, 512, 1024].
     let orders = default_orders();
     assert_eq!(orders.len(), 99 + 53 + 4);
     assert_eq!(orders[0], 1.1);
@@ -229,7 +229,7 @@ fn default_orders_are_dp_accounting_grid() {
 }
 
 mod calibration_table {
-    //! dp_libraries.md §3 "Calibration (sigma for target eps) vectors". Upstream searches stop at a
+    //! docs/reference_vectors.md, "Calibration vectors". Upstream searches stop at a
     //! tolerance of 0.01 in epsilon and return the upper end, so their sigma is an upper bound
     //! on ours; dpx bisects to 1e-6 relative in sigma.
     use super::*;

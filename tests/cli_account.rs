@@ -21,7 +21,7 @@ fn json_of(args: &[&str]) -> Value {
 
 #[test]
 fn epsilon_for_a_plan_matches_reference_row_10() {
-    // dp_libraries.md §3 row 10 (Opacus MNIST README setting): q = 240/60000, sigma 1.1, 60 epochs
+    // docs/reference_vectors.md row 10 (Opacus MNIST README setting): q = 240/60000, sigma 1.1, 60 epochs
     // (15000 steps), delta 1e-5: improved RDP 2.5029, GDP 2.2417 (recomputed upstream).
     let v = json_of(&[
         "--noise-multiplier",
@@ -49,7 +49,7 @@ fn epsilon_for_a_plan_matches_reference_row_10() {
 
 #[test]
 fn classic_conversion_reproduces_the_opacus_readme() {
-    // dp_libraries.md §3 row 10: the README's 2.91 is the classic conversion, 2.9050 at order 9.1
+    // docs/reference_vectors.md row 10: the README's 2.91 is the classic conversion, 2.9050 at order 9.1
     // (Opacus orders).
     let v = json_of(&[
         "--noise-multiplier",
@@ -226,7 +226,7 @@ fn schedule_file_plain_and_csv() {
 
 #[test]
 fn laplace_pure_matches_accelerated_table() {
-    // ../shared/methods/accelerated.md §2 item 6: S1 = 40, n = 1e5, m = 1e3, T = 100, epsilon 1 gives
+    // docs/methods/accelerated.md §2 item 6: S1 = 40, n = 1e5, m = 1e3, T = 100, epsilon 1 gives
     // b = 0.0575, i.e. a scale relative to the batch-mean sensitivity S1/m of 0.0575·1000/40 = 1.4375.
     let v = json_of(&[
         "--mechanism",
@@ -289,7 +289,7 @@ fn replace_one_full_batch_counts_the_distance_two() {
 
 #[test]
 fn zcdp_paper_reproduces_the_dynamic_noise_sigma() {
-    // ../shared/methods/dynamic_noise.md §2: (4, 1e-8), uniform T = 100 gives sigma = 15.958.
+    // docs/methods/dynamic_noise.md §2: (4, 1e-8), uniform T = 100 gives sigma = 15.958.
     let v = json_of(&[
         "--epsilon",
         "4",

@@ -352,7 +352,13 @@ fn run_resume_shard_collect_and_report() {
         md.contains("| `privacy.epsilon` \\ `train.learning_rate` | 0.5 | 1 |"),
         "{md}"
     );
-    for m in ["test_accuracy", "train_loss", "noise_multiplier", "epsilon"] {
+    for m in [
+        "test_accuracy",
+        "train_loss",
+        "noise_multiplier",
+        "epsilon",
+        "privacy_utility",
+    ] {
         for ext in ["svg", "png"] {
             let p = merged.join("plots").join(format!("{m}.{ext}"));
             assert!(
@@ -362,6 +368,44 @@ fn run_resume_shard_collect_and_report() {
             );
         }
     }
+    assert!(
+        md.contains("![final test accuracy vs ε](plots/privacy_utility.svg)"),
+        "{md}"
+    );
+    // The same numbers as JSON, for scripts: printed with --format json and in report.json.
+    let out = dpx()
+        .args([
+            "report",
+            merged.to_str().unwrap(),
+            "--format",
+            "json",
+            "--no-plots",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let file: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(merged.join("report.json")).unwrap()).unwrap();
+    assert_eq!(doc, file);
+    assert_eq!(doc["sweep"], true);
+    assert_eq!(
+        doc["swept_keys"],
+        serde_json::json!(["privacy.epsilon", "train.learning_rate"])
+    );
+    let first_point = &doc["points"][0];
+    assert_eq!(first_point["id"].as_str().unwrap(), &first[col("point_id")]);
+    assert_eq!(
+        first_point["final_test_accuracy"]["mean"].as_f64().unwrap(),
+        get("final_test_accuracy_mean")
+    );
+    assert_eq!(first_point["final_test_accuracy"]["n"], 2);
+    assert!(
+        doc["tuning_cost"]["basic_composition_epsilon"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
     // A point directory reads like a run directory.
     dpx()
         .args(["report", p0.to_str().unwrap(), "-q", "--no-plots"])

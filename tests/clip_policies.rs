@@ -322,7 +322,7 @@ fn bad_policy_tables_are_one_line_errors() {
 
 #[test]
 fn tuning_runs_charge_the_composition_of_the_grid() {
-    // dc_sgd.md §2 (MNIST, N = 60000, B = 256, 10 epochs, T = 2343, δ = 1/N): σ single ≈ 1.129
+    // docs/methods/dc_sgd.md §2 (MNIST, N = 60000, B = 256, 10 epochs, T = 2343, δ = 1/N): σ single ≈ 1.129
     // at ε = 1, and 2.67 for G = 10 runs under RDP composition (their Opacus orders; ours
     // reach 1024, so ours may only be lower).
     let run = |g: &str| -> f64 {

@@ -1,10 +1,13 @@
 //! Integration test on the real MNIST, CIFAR-10 and a9a files in the official formats.
 //!
-//! They are read from `DPX_REAL_DATA_DIR` when set, else `<repo>/../shared/datasets` (present
-//! on every development machine and in CI), through the same `load` a run uses, with that
-//! directory as the data directory. Set `DPX_SKIP_REAL_DATA=1` to skip on a machine without
-//! them. Expected statistics were computed with Python's standard library (`gzip`, integer
-//! sums) directly from the same files.
+//! They are read from the directory named by `DPX_REAL_DATA_DIR` (laid out as a dpx data
+//! directory: `mnist/`, `cifar10/`, `a9a/`), through the same `load` a run uses. Without the
+//! variable these tests are skipped with one printed line saying how to run them: a clone has
+//! no real datasets, and `dpx data fetch NAME --data-dir DIR` for `mnist`, `cifar10` and `a9a`
+//! gets them. CI (`.ci/run`) sets the variable, so CI always runs them. A variable naming a
+//! missing directory is a failure, not a skip; `DPX_SKIP_REAL_DATA=1` skips even when it is set.
+//! Expected statistics were computed with Python's standard library (`gzip`, integer sums)
+//! directly from the same files.
 
 #[path = "support/http_server.rs"]
 mod http_server;
@@ -18,19 +21,33 @@ use dpx::data::{Dataset, load};
 
 fn real_data_dir() -> Option<PathBuf> {
     if std::env::var_os("DPX_SKIP_REAL_DATA").is_some_and(|v| v == "1") {
-        eprintln!("DPX_SKIP_REAL_DATA=1: real-data test skipped");
+        skip_note("DPX_SKIP_REAL_DATA=1: real-data tests skipped");
         return None;
     }
-    let dir = std::env::var_os("DPX_REAL_DATA_DIR").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/datasets"),
-        PathBuf::from,
-    );
+    let Some(dir) = std::env::var_os("DPX_REAL_DATA_DIR").map(PathBuf::from) else {
+        skip_note(
+            "real-data tests skipped: set DPX_REAL_DATA_DIR to a directory holding mnist/, \
+             cifar10/ and a9a/ (`dpx data fetch NAME --data-dir DIR` for each) to run them",
+        );
+        return None;
+    };
     assert!(
         dir.is_dir(),
-        "{} is missing: set DPX_REAL_DATA_DIR, or DPX_SKIP_REAL_DATA=1 to skip",
+        "DPX_REAL_DATA_DIR={} is not a directory (unset it to skip these tests)",
         dir.display()
     );
     Some(dir)
+}
+
+/// Print the reason for skipping once per test binary. It goes straight to the process's stderr
+/// (not through `eprintln!`, which the test harness captures and hides for passing tests), so
+/// `cargo test` shows it.
+fn skip_note(message: &str) {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr(), "note: {message}");
+    });
 }
 
 fn named(dataset: NamedDataset) -> DataSource {

@@ -1,6 +1,6 @@
 //! Noise schedules through configs: calibration under each accountant (the papers' test
 //! vectors), conservativeness, budget exhaustion, rounding, and the ADP-SGD scale-invariance
-//! determinism check (adp_sgd.md §6 item 10).
+//! determinism check (docs/methods/adp_sgd.md §6 item 10).
 
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
@@ -62,7 +62,7 @@ fn plan_epsilon(p: &TrainingPlan, steps: u64) -> f64 {
 
 #[test]
 fn zcdp_paper_uniform_full_batch_matches_the_paper() {
-    // dynamic_noise.md §2: (4, 1e-8) -> rho = 0.196352, R = 0.392704, uniform T = 100 gives
+    // docs/methods/dynamic_noise.md §2: (4, 1e-8) -> rho = 0.196352, R = 0.392704, uniform T = 100 gives
     // sigma = sqrt(T/R) = 15.958 (mpmath, 40 digits: 15.957597242611548).
     let text = config(
         1000,
@@ -83,7 +83,7 @@ fn zcdp_paper_uniform_full_batch_matches_the_paper() {
 
 #[test]
 fn influence_gd_under_zcdp_paper_is_the_closed_form() {
-    // dynamic_noise.md §1.2(c): sigma_t^2 = (gamma^{-T/2} - 1) gamma^{t/2} / (R (1 - sqrt gamma)),
+    // docs/methods/dynamic_noise.md §1.2(c): sigma_t^2 = (gamma^{-T/2} - 1) gamma^{t/2} / (R (1 - sqrt gamma)),
     // paper t = 1..T; gamma = 0.9, T = 50, R = 0.3927037068805674 (mpmath, 40 digits):
     // sigma_1 = 24.671216191109319, sigma_25 = 13.111295803819328, sigma_50 = 6.786741373934802.
     let text = config(
@@ -102,7 +102,7 @@ fn influence_gd_under_zcdp_paper_is_the_closed_form() {
     assert_eq!((summary.max, summary.min), (s(0), s(49)));
 }
 
-/// The ADP-SGD test vector (adp_sgd.md §2.1): n = 50000, m = 256, T = 11760, delta = 1e-5,
+/// The ADP-SGD test vector (docs/methods/adp_sgd.md §2.1): n = 50000, m = 256, T = 11760, delta = 1e-5,
 /// G = C = 1, epsilon = 16 * 0.8 = 12.8, B_delta with m.
 fn adp_vector(noise: &str) -> TrainingPlan {
     let text = config(
@@ -119,7 +119,7 @@ fn adp_vector(noise: &str) -> TrainingPlan {
 
 #[test]
 fn adp_paper_test_vector_dp_sgd() {
-    // DP-SGD: z = 10.1943 (adp_sgd.md §2.1).
+    // DP-SGD: z = 10.1943 (docs/methods/adp_sgd.md §2.1).
     let p = adp_vector("");
     let z = p.noise_multiplier_at(0).unwrap();
     assert!(rel(z, 10.1943) < 1e-4, "{z}");
@@ -127,7 +127,7 @@ fn adp_paper_test_vector_dp_sgd() {
 
 #[test]
 fn adp_paper_test_vector_adp_s1() {
-    // ADP with S1: z_0 = 2.869, z_{T-1} = 14.13 (adp_sgd.md §2.1; s_0 = 0.0112059 and
+    // ADP with S1: z_0 = 2.869, z_{T-1} = 14.13 (docs/methods/adp_sgd.md §2.1; s_0 = 0.0112059 and
     // s_{T-1} = 0.0552036 times m = 256 give 2.86871 and 14.1321).
     let p = adp_vector("[noise]\nschedule = \"adp\"");
     let z0 = p.noise_multiplier_at(0).unwrap();
@@ -272,7 +272,7 @@ fn train_rows(text: &str) -> Vec<(u64, Option<f64>, f64, f64)> {
 
 #[test]
 fn adp_scale_invariance_gives_bit_identical_runs() {
-    // adp_sgd.md §6 item 10: under the paper's bound sigma is proportional to C / eps_bar, so the
+    // docs/methods/adp_sgd.md §6 item 10: under the paper's bound sigma is proportional to C / eps_bar, so the
     // noise std sigma*C on the sum is the same for (C = 4, eps_bar = 1.6) and (C = 1,
     // eps_bar = 0.4). With clipping inactive (max_norm 0.1 and a binary logistic model keep every
     // per-sample gradient norm below 1) the clipped sums are equal too, so the runs are the same
@@ -382,7 +382,7 @@ fn bias_corrected_momentum_with_influence_momentum_schedule_trains() {
          [privacy]\nepsilon = 4.0\ndelta = 1e-8\naccountant = \"zcdp-paper\"",
     );
     let p = plan(&text, 1000);
-    // zCDP-paper budget: sum of 1/sigma_t^2 = R = 0.3927037068805674 (dynamic_noise.md §2).
+    // zCDP-paper budget: sum of 1/sigma_t^2 = R = 0.3927037068805674 (docs/methods/dynamic_noise.md §2).
     let r: f64 = (0..40)
         .map(|t| p.noise_multiplier_at(t).unwrap().powi(-2))
         .sum();
@@ -393,7 +393,7 @@ fn bias_corrected_momentum_with_influence_momentum_schedule_trains() {
 
 #[test]
 fn train_set_loss_is_the_loss_of_the_parameters_at_each_evaluation() {
-    // dynamic_noise.md §6 item 11: the paper compares the final training loss f(θ_T). With
+    // docs/methods/dynamic_noise.md §6 item 11: the paper compares the final training loss f(θ_T). With
     // full-batch gradient descent evaluated every step, step t+1's mean batch loss (taken before
     // its update) is the full training loss at θ_t, which the row of step t reports as
     // `train_set_loss`.

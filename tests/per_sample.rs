@@ -180,7 +180,7 @@ fn image_spec(input: [usize; 3], layers: Vec<LayerSpec>, loss: LossKind) -> Mode
 
 #[test]
 fn named_architectures_have_the_reference_parameter_counts() {
-    // reference/performance.md, "params" column.
+    // docs/benchmarks.md, "params" column.
     for (name, params) in [
         ("logreg_mnist", 7_850),
         ("mlp_mnist", 669_706),

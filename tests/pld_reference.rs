@@ -1,4 +1,4 @@
-//! Reference vectors for the PLD accountant (../shared/reference/dp_libraries.md §3), each
+//! Reference vectors for the PLD accountant (docs/reference_vectors.md), each
 //! test naming its row. dp_accounting (PLDAccountant, interval 1e-4, connect-the-dots) is the
 //! reference implementation; its values were re-run with scripts/compare_pld.py
 //! (dp-accounting 0.6.0) where the table gives only a rounded number.
@@ -47,7 +47,7 @@ fn assert_rel(got: f64, want: f64, rel: f64, what: &str) {
 
 #[test]
 fn row7_tf_privacy_pld_2_4612381() {
-    // dp_libraries.md §3 row 7: q 0.01, σ 0.7, T 120, δ 1e-5 → PLD 2.4612381 (asserted in
+    // docs/reference_vectors.md row 7: q 0.01, σ 0.7, T 120, δ 1e-5 → PLD 2.4612381 (asserted in
     // tensorflow/privacy compute_dp_sgd_privacy_test, no_microbatching_with_subsampling_pld).
     assert_rel(pld_epsilon(0.01, 0.7, 120, 1e-5), 2.4612381, 1e-3, "row 7");
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Compare noise schedules of a dynamic-noise sweep by final training loss (dynamic_noise.md §3-4).
+"""Compare noise schedules of a dynamic-noise sweep by final training loss (docs/methods/dynamic_noise.md §3-4).
 
 Reads one or more `dpx sweep` directories (points.csv + summary.csv; the summary needs the
 `final_train_set_loss` column of `train.eval_train_set = true`). A *setting* is every swept key

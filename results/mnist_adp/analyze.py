@@ -4,7 +4,7 @@
 For every (arm, C_G, ε̄, epochs) with both schedules complete: mean ± std over seeds of the best
 and the final test accuracy, the gap mean(best ADP) − mean(best DP) with its pooled standard
 error sqrt(s_A²/n_A + s_D²/n_D), z = gap / SE, and the ε each run reports (under the arm's
-accountant: the paper's bound for `paper`, RDP for `rdp`). adp_sgd.md §4.2's pass criterion:
+accountant: the paper's bound for `paper`, RDP for `rdp`). docs/methods/adp_sgd.md §4.2's pass criterion:
 at ε̄ = 0.8, C_G = 1, 40 epochs, z > 2 and gap(40) > gap(5), checked for both arms.
 
 Usage: analyze.py [RUNS_DIR]   (default results/mnist_adp/runs). Python 3 standard library only.

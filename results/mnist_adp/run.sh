@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The ADP-SGD CPU experiment of adp_sgd.md §4.2 (Wu et al., arXiv 2110.07435): MNIST multinomial
+# The ADP-SGD CPU experiment of docs/methods/adp_sgd.md §4.2 (Wu et al., arXiv 2110.07435): MNIST multinomial
 # logistic regression, ADP-SGD (`noise.schedule = "adp"`, p = 1) vs DP-SGD (`constant`), learning
 # rate S1 η_t = 1/√(20 + t), Poisson batches of 256, δ = 1e-5, 3 seeds per point, two arms:
 #   paper: both calibrated to the same NOMINAL ε = 16·ε̄ under the paper's bound (`adp-paper`),

@@ -473,7 +473,7 @@ impl Plan {
     }
 
     /// The whole run with noise parameter (or schedule scale) `p`, composed over the
-    /// `--tuning-runs` G runs of a grid search (each run independent, so RDP adds: dc_sgd.md §2).
+    /// `--tuning-runs` G runs of a grid search (each run independent, so RDP adds: docs/methods/dc_sgd.md §2).
     fn run_event(&self, p: f64) -> DpEvent {
         let one = self.single_run_event(p);
         if self.tuning_runs > 1 {

@@ -1,4 +1,4 @@
-//! `dpx bench`: step throughput of the reference workloads of `reference/performance.md`
+//! `dpx bench`: step throughput of the reference workloads of `docs/benchmarks.md`
 //! (logreg_mnist, mlp_mnist, cnn_mnist, cnn_cifar10), each as a non-private SGD step and a
 //! DP-SGD step, at one thread and at all threads.
 //!
@@ -53,7 +53,7 @@ pub struct BenchArgs {
     pub no_sgemm: bool,
 }
 
-/// The reference workloads: (name, model, batch size), as in `reference/performance.md`.
+/// The reference workloads: (name, model, batch size), as in `docs/benchmarks.md`.
 pub fn workloads() -> Vec<(&'static str, ModelSpec, usize)> {
     let named = |n: &str| {
         ModelSpec::named(n).unwrap_or_else(|| unreachable!("{n} is a named architecture"))

@@ -18,6 +18,7 @@ pub mod plan;
 pub mod plan_accelerated;
 pub mod report;
 pub mod run;
+pub mod shell;
 pub mod sweep;
 
 /// An error caused by the user's input (flag, config key, data file): exit code 2.
@@ -155,9 +156,19 @@ pub fn thread_pool(threads: Option<usize>) -> anyhow::Result<rayon::ThreadPool> 
         .map_err(|e| bad_input(anyhow::anyhow!("--threads {threads}: {e}")))
 }
 
+/// The version `dpx --version` prints: the package version and the commit it was built from
+/// (recorded by `build.rs`; `unknown` for a build outside a git checkout without
+/// `DPX_GIT_COMMIT`).
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("DPX_GIT_COMMIT"),
+    ")"
+);
+
 /// dpx: differentially private training experiments, accounting and benchmarks.
 #[derive(Debug, Parser)]
-#[command(name = "dpx", version, about, long_about = None)]
+#[command(name = "dpx", version = VERSION, about, long_about = None)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -183,6 +194,10 @@ pub enum Command {
     Report(report::ReportArgs),
     /// Empirical privacy audit by canaries: a lower bound on epsilon next to the accountant's.
     Audit(audit::AuditArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(shell::CompletionsArgs),
+    /// Print the man page, or write one page per command into a directory.
+    Man(shell::ManArgs),
 }
 
 /// Parse `std::env::args_os()` and run. Clap prints help/version and usage errors itself
@@ -214,5 +229,7 @@ where
         Command::Collect(args) => collect::run(args),
         Command::Report(args) => report::run(args),
         Command::Audit(args) => audit::run(args),
+        Command::Completions(args) => shell::completions(args),
+        Command::Man(args) => shell::man(args),
     }
 }

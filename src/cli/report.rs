@@ -3,17 +3,20 @@
 //!
 //! Orchestration only: reading and formatting are [`crate::report::summary`], the tuning cost
 //! [`crate::report::tuning`], the plots [`crate::report::plot`]. Writes, atomically, into DIR:
-//! `report.csv`, `report.md` and `plots/<metric>.svg|png`.
+//! `report.csv`, `report.md`, `report.json` and `plots/<metric>.svg|png` (for a sweep over the
+//! budget also `plots/privacy_utility.svg|png`). Prints the Markdown report, or with
+//! `--format json` the JSON document (docs/outputs.md lists its fields).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
+use serde_json::{Value, json};
 
 use super::bad_input;
 use crate::report::atomic::write_atomic;
-use crate::report::plot::{self, Series};
-use crate::report::summary::{PointSummary, pivot, points_table, read_summary, report_csv};
+use crate::report::plot::{self, LogScale, PlotOptions, Series};
+use crate::report::summary::{PointSummary, Stats, pivot, points_table, read_summary, report_csv};
 use crate::report::tuning::{RdpCurve, TuningCost, tuning_cost};
 use crate::sweep::layout::{PointDir, SweepDir, read_table};
 
@@ -32,9 +35,65 @@ pub struct ReportArgs {
     /// Skip the plots.
     #[arg(long)]
     pub no_plots: bool,
+    /// Log scale for the axes of σ_t and ε (ε is the privacy-utility curve's x axis): `auto`
+    /// when all values are positive and span at least a factor of 10.
+    #[arg(long, value_enum, default_value_t = LogScale::Auto)]
+    pub log_scale: LogScale,
+    /// What to print: the Markdown report, or one JSON document for scripts (the same as
+    /// report.json).
+    #[arg(long, value_enum, default_value_t = ReportFormat::Markdown)]
+    pub format: ReportFormat,
     /// Print nothing on success.
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+/// What `dpx report` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReportFormat {
+    /// The Markdown report (as written to report.md).
+    Markdown,
+    /// A JSON document: points, summaries, tuning cost, files (as written to report.json).
+    Json,
+}
+
+fn stats_json(s: Option<Stats>) -> Value {
+    match s {
+        None => Value::Null,
+        Some(s) => json!({"n": s.n, "mean": s.mean, "std": s.std, "max": s.max}),
+    }
+}
+
+fn point_json(p: &PointSummary) -> Value {
+    let keys: serde_json::Map<String, Value> = p
+        .keys
+        .iter()
+        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+        .collect();
+    json!({
+        "id": p.id,
+        "name": p.name,
+        "keys": keys,
+        "seeds": p.seeds,
+        "diverged": p.diverged,
+        "best_test_accuracy": stats_json(p.best_test_accuracy),
+        "final_test_accuracy": stats_json(p.final_test_accuracy),
+        "final_train_loss": stats_json(p.final_train_loss),
+        "epsilon": stats_json(p.epsilon),
+        "delta": p.delta,
+    })
+}
+
+fn tuning_json(t: &TuningCost) -> Value {
+    json!({
+        "points": t.points,
+        "delta": t.delta,
+        "composed_rdp_epsilon": t.composed_rdp,
+        "basic_composition_epsilon": t.basic,
+        "basic_composition_delta": t.basic_delta,
+        "poisson_repetition_epsilon": t.poisson_repetition,
+        "largest_single_epsilon": t.single_max,
+    })
 }
 
 /// One point to report: its directory and its place in the sweep.
@@ -223,6 +282,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         md.push_str("\n## Final test accuracy (%)\n\n");
         md.push_str(&pivot(&points, &rows_key, cols_key.as_deref()));
     }
+    let mut tuning = Value::Null;
     if is_sweep && points.len() > 1 {
         let non_private = points.iter().filter(|p| p.epsilon.is_none()).count();
         let eps: Vec<f64> = points
@@ -234,27 +294,73 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         let t = tuning_cost(&eps, delta, cs.as_deref());
         md.push('\n');
         md.push_str(&tuning_section(&t, non_private));
+        if non_private == 0 {
+            tuning = tuning_json(&t);
+        }
     }
-    if !series.is_empty() {
+    let mut plots: Vec<String> = Vec::new();
+    if !args.no_plots {
+        let opts = PlotOptions {
+            log_scale: args.log_scale,
+        };
         let pdir = dir.join("plots");
-        std::fs::create_dir_all(&pdir).with_context(|| pdir.display().to_string())?;
-        let written = plot::write_all(&series, &pdir)?;
-        md.push_str("\n## Plots\n\nMean over seeds with a ± std band, per point.\n\n");
-        for (metric, file) in written {
-            md.push_str(&format!("![{metric}](plots/{file})\n"));
+        let utility = if is_sweep {
+            plot::utility_curves(&keys, &points)
+        } else {
+            None
+        };
+        if !series.is_empty() || utility.is_some() {
+            std::fs::create_dir_all(&pdir).with_context(|| pdir.display().to_string())?;
+        }
+        if let Some(curves) = utility {
+            let delta = points.iter().filter_map(|p| p.delta).reduce(f64::max);
+            let file = plot::write_privacy_utility(&curves, delta, &pdir, opts)?;
+            md.push_str(
+                "\n## Privacy–utility curve\n\nFinal test accuracy (mean ± std over seeds) \
+                 against each point's ε, one line per combination of the other swept keys.\n\n",
+            );
+            md.push_str(&format!("![final test accuracy vs ε](plots/{file})\n"));
+            plots.push(format!("plots/{file}"));
+        }
+        if !series.is_empty() {
+            let written = plot::write_all(&series, &pdir, opts)?;
+            md.push_str("\n## Plots\n\nMean over seeds with a ± std band, per point.\n\n");
+            for (metric, file) in written {
+                md.push_str(&format!("![{metric}](plots/{file})\n"));
+                plots.push(format!("plots/{file}"));
+            }
         }
     }
 
     let csv = report_csv(&keys, &points).context("formatting report.csv")?;
+    let doc = json!({
+        "dir": dir.display().to_string(),
+        "sweep": is_sweep,
+        "swept_keys": keys,
+        "points_without_results": missing,
+        "points": points.iter().map(point_json).collect::<Vec<_>>(),
+        "tuning_cost": tuning,
+        "plots": plots,
+        "files": ["report.csv", "report.md", "report.json"],
+    });
+    let mut json_text = serde_json::to_string_pretty(&doc).context("formatting report.json")?;
+    json_text.push('\n');
     write_atomic(&dir.join("report.csv"), &csv)?;
     write_atomic(&dir.join("report.md"), md.as_bytes())?;
+    write_atomic(&dir.join("report.json"), json_text.as_bytes())?;
     if !args.quiet {
-        println!("{md}");
-        println!(
-            "wrote {} and {}",
-            dir.join("report.csv").display(),
-            dir.join("report.md").display()
-        );
+        match args.format {
+            ReportFormat::Json => print!("{json_text}"),
+            ReportFormat::Markdown => {
+                println!("{md}");
+                println!(
+                    "wrote {}, {} and {}",
+                    dir.join("report.csv").display(),
+                    dir.join("report.md").display(),
+                    dir.join("report.json").display()
+                );
+            }
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -101,9 +101,9 @@ pub enum Architecture {
     Mlp,
     /// A CNN from the explicit layer list `model.layers`.
     Cnn,
-    /// The tanh CNN of Papernot et al. 2021 for 1×28×28 inputs (reference/performance.md, cnn_mnist).
+    /// The tanh CNN of Papernot et al. 2021 for 1×28×28 inputs (docs/benchmarks.md, cnn_mnist).
     MnistCnn,
-    /// The tanh CNN for 3×32×32 inputs (reference/performance.md, cnn_cifar10).
+    /// The tanh CNN for 3×32×32 inputs (docs/benchmarks.md, cnn_cifar10).
     CifarCnn,
 }
 

@@ -464,9 +464,9 @@ impl ClipSpec {
 pub enum NoiseSchedule {
     /// s_t = 1: σ_t = κ at every step.
     Constant,
-    /// ADP-SGD (adp_sgd.md §1.1): α_{t+1}² = (η_0/η_t)^p, s_t = α_{t+1}. `power` p in [0, 4].
+    /// ADP-SGD (docs/methods/adp_sgd.md §1.1): α_{t+1}² = (η_0/η_t)^p, s_t = α_{t+1}. `power` p in [0, 4].
     Adp { power: f64 },
-    /// ADP-SGD with AdaGrad-norm (adp_sgd.md §1.2 S5): s_t = (b_0² + (t+1)·C)^{1/4}.
+    /// ADP-SGD with AdaGrad-norm (docs/methods/adp_sgd.md §1.2 S5): s_t = (b_0² + (t+1)·C)^{1/4}.
     AdpAdagrad { b0_sq: f64, c_alpha: f64 },
     /// s_t = e^{−decay·t}.
     Exponential { decay: f64 },
@@ -480,9 +480,9 @@ pub enum NoiseSchedule {
         power: f64,
         every: Every,
     },
-    /// Influence-optimal for GD under PL (dynamic_noise.md §1.2(c)): s_t = γ^{(t+1−T)/4}.
+    /// Influence-optimal for GD under PL (docs/methods/dynamic_noise.md §1.2(c)): s_t = γ^{(t+1−T)/4}.
     InfluenceGd { gamma: f64 },
-    /// Influence-optimal for momentum (dynamic_noise.md §1.2(e)), β < γ.
+    /// Influence-optimal for momentum (docs/methods/dynamic_noise.md §1.2(e)), β < γ.
     InfluenceMomentum { gamma: f64, beta: f64 },
     /// Per-step values from `noise.path` or `noise.values` (σ_t = κ·value_t).
     File {
@@ -1602,7 +1602,7 @@ impl Checker<'_> {
         let beta = |key: &str, v: f64| {
             self.float(key, v, "a number in [0, 1)", |x| (0.0..1.0).contains(&x))
         };
-        // C_0 of the adaptive policies: dc_sgd.md's default 1.
+        // C_0 of the adaptive policies: docs/methods/dc_sgd.md's default 1.
         let initial = || self.positive("clip.clip_norm", c.clip_norm.unwrap_or(1.0));
         let required = |why: &'static str| {
             c.clip_norm
@@ -1719,7 +1719,7 @@ impl Checker<'_> {
                     None
                 };
                 let bins = self.size(&key("bins"), d.bins.unwrap_or(20), 2, 100_000)?;
-                // dc_sgd.md §1.3-1.4: R_0 = 1 for P, b for E.
+                // docs/methods/dc_sgd.md §1.3-1.4: R_0 = 1 for P, b for E.
                 let default_range = if p_rule { 1.0 } else { bins as f64 };
                 ClipSpec::Dcsgd {
                     initial_clip_norm: initial()?,
@@ -2021,7 +2021,7 @@ impl Checker<'_> {
 }
 
 /// `[accelerated]`: the accelerated DP methods of Kuru, Birbil, Gürbüzbalaban and Yıldırım
-/// (2020) on the paper's regularised binary logistic regression (methods spec accelerated.md).
+/// (2020) on the paper's regularised binary logistic regression (method notes docs/methods/accelerated.md).
 #[derive(Debug, Clone, PartialEq)]
 pub struct AcceleratedSpec {
     pub method: AcceleratedMethodKind,

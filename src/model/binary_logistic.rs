@@ -1,5 +1,5 @@
 //! The regularised binary logistic regression of the accelerated-methods paper (Kuru et al. 2020,
-//! §5; methods spec `accelerated.md` §1): F(x) = (1/n) Σ_i log(1 + exp(−z_i u_iᵀx)) + (μ/2)‖x‖²
+//! §5; method notes `docs/methods/accelerated.md` §1): F(x) = (1/n) Σ_i log(1 + exp(−z_i u_iᵀx)) + (μ/2)‖x‖²
 //! with labels z_i ∈ {−1, +1} (dpx labels 0/1 map to −1/+1) and no intercept.
 //!
 //! dpx writes the penalty as (μ/2)‖x‖² with μ = `model.l2`, like every other dpx model; the paper's
@@ -44,7 +44,7 @@ pub struct BinaryLogistic {
     l2: f64,
 }
 
-/// How the smoothness constant L is obtained (accelerated.md §5, §10.9).
+/// How the smoothness constant L is obtained (docs/methods/accelerated.md §5, §10.9).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Smoothness {
     /// The paper's L = σ_max(UᵀU/n) + μ, without the logistic ¼ (so α = c/L is ~4× conservative).

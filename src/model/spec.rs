@@ -153,7 +153,7 @@ impl ModelSpec {
     }
 
     /// The small MNIST CNN of the DP-SGD literature (Papernot et al. 2021; the Opacus and TF
-    /// Privacy examples), exactly as in `reference/performance.md`: conv 16@8x8 s2 p3, tanh,
+    /// Privacy examples), exactly as in `docs/benchmarks.md`: conv 16@8x8 s2 p3, tanh,
     /// maxpool 2 s1, conv 32@4x4 s2, tanh, maxpool 2 s1, flatten, dense 32, tanh, dense 10.
     /// Input `[1, 28, 28]`; 26,010 parameters.
     pub fn mnist_cnn() -> Self {
@@ -184,7 +184,7 @@ impl ModelSpec {
     }
 
     /// The tempered-sigmoid CIFAR-10 CNN (Papernot et al. 2021), exactly as in
-    /// `reference/performance.md`: 3 × [conv 3x3 p1, tanh, conv 3x3 p1, tanh, maxpool 2] with
+    /// `docs/benchmarks.md`: 3 × [conv 3x3 p1, tanh, conv 3x3 p1, tanh, maxpool 2] with
     /// 32/64/128 channels, flatten, dense 128, tanh, dense 10. Input `[3, 32, 32]`; 550,570
     /// parameters.
     pub fn cifar_cnn() -> Self {

@@ -1,5 +1,5 @@
 //! The accelerated update rules of Kuru, Birbil, Gürbüzbalaban and Yıldırım, "Differentially
-//! Private Accelerated Optimization Algorithms" (2020; methods spec `accelerated.md` §3): gradient
+//! Private Accelerated Optimization Algorithms" (2020; method notes `docs/methods/accelerated.md` §3): gradient
 //! descent, heavy ball (classic and its "smoothing"/EMA form), Nesterov's accelerated gradient with
 //! the gradient taken at the look-ahead point, and the multi-stage MASG of Aybat et al. (2019).
 //!
@@ -54,13 +54,13 @@ impl AcceleratedMethod {
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum MomentumRule {
     /// β = (1 − √(αμ)) / (1 + √(αμ)): NAG's choice for μ-strongly convex F, which the authors' code
-    /// also uses for heavy ball (accelerated.md §3).
+    /// also uses for heavy ball (docs/methods/accelerated.md §3).
     StronglyConvex,
     /// A fixed β.
     Value { momentum: f64 },
 }
 
-/// MASG stage lengths (accelerated.md §3, "DP-MASG").
+/// MASG stage lengths (docs/methods/accelerated.md §3, "DP-MASG").
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct MasgStages {
     /// p of n_k = 2^k ⌈√κ ln(2^{p+2})⌉ (the paper uses p = 1).
@@ -375,7 +375,7 @@ mod tests {
 
     #[test]
     fn masg_stages_match_the_papers_setting() {
-        // accelerated.md §3: L ≈ 5.10, μ = 0.02, κ ≈ 255: n_1 = 89, n_2 = 136, n_3 = 272.
+        // docs/methods/accelerated.md §3: L ≈ 5.10, μ = 0.02, κ ≈ 255: n_1 = 89, n_2 = 136, n_3 = 272.
         let c = ProblemConstants {
             smoothness: 5.1028,
             strong_convexity: 0.02,

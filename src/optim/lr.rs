@@ -122,7 +122,7 @@ mod tests {
         assert!((cos.at(50) - 0.5).abs() < 1e-15);
         assert!(cos.at(100).abs() < 1e-15);
 
-        // ADP-SGD schedule S1: eta_t = 1/sqrt(20 + t) (adp_sgd.md §1.2), a = 20, c = 1.
+        // ADP-SGD schedule S1: eta_t = 1/sqrt(20 + t) (docs/methods/adp_sgd.md §1.2), a = 20, c = 1.
         let inv = LrSchedule::InvSqrt {
             learning_rate: 1.0,
             a: 20.0,
@@ -131,7 +131,7 @@ mod tests {
         assert!((inv.at(0) - 1.0 / 20f64.sqrt()).abs() < 1e-15);
         assert!((inv.at(16) - 1.0 / 6.0).abs() < 1e-15);
 
-        // ADP-SGD schedule S2: eta_t = 0.1 - k_T sqrt(t), eta_T = 1e-10 (adp_sgd.md §1.2).
+        // ADP-SGD schedule S2: eta_t = 0.1 - k_T sqrt(t), eta_T = 1e-10 (docs/methods/adp_sgd.md §1.2).
         let s2 = LrSchedule::SqrtToZero {
             learning_rate: 0.1,
             end_learning_rate: 1e-10,

@@ -22,10 +22,10 @@ pub enum Optimizer {
     /// (dampening 0; `nesterov` uses g + μ v as the step direction, as `torch.optim.SGD`).
     Momentum { momentum: f64, nesterov: bool },
     /// Bias-corrected momentum of the dynamic-noise paper (Hong et al., Alg. 1 with
-    /// φ(m_t, g_t); dynamic_noise.md §1.1): v ← β v + (1 − β) g (v starts at 0),
+    /// φ(m_t, g_t); docs/methods/dynamic_noise.md §1.1): v ← β v + (1 − β) g (v starts at 0),
     /// m = v / (1 − β^k) at the k-th step (k = 1, 2, …), θ ← θ − η m. So m = g at the first step.
     BiasCorrectedMomentum { beta: f64 },
-    /// AdaGrad-norm step sizes (Ward et al. 2019; ADP-SGD paper S5', adp_sgd.md §1.2):
+    /// AdaGrad-norm step sizes (Ward et al. 2019; ADP-SGD paper S5', docs/methods/adp_sgd.md §1.2):
     /// b_{k+1}² = b_k² + max(β_k ‖g‖², ν), β_k = max(β / ((k mod P) + 1), 1) (β_k = β without a
     /// period), θ ← θ − (η / b_{k+1}) g. ‖g‖ is the released (noisy) gradient's norm unless the
     /// caller passes another (see [`Optimizer::step_with_norm`]).
@@ -217,7 +217,7 @@ mod tests {
 
     #[test]
     fn bias_corrected_momentum_matches_the_paper() {
-        // dynamic_noise.md §1.1: m_2 = g_1; then v = 0.9*0.1*1 + 0.1*3 = 0.39 (after v_1 = 0.1),
+        // docs/methods/dynamic_noise.md §1.1: m_2 = g_1; then v = 0.9*0.1*1 + 0.1*3 = 0.39 (after v_1 = 0.1),
         // m = 0.39 / (1 - 0.81) = 2.0526315789473686 (hand computation).
         let opt = Optimizer::BiasCorrectedMomentum { beta: 0.9 };
         let mut st = opt.init_state(1);

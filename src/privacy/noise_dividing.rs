@@ -1,5 +1,5 @@
-//! Per-step privacy budgets of the accelerated methods (Kuru et al. 2020; methods spec
-//! `accelerated.md` §2): the uniform split ε_t = ε/T, the noise-dividing mechanism ε_t ∝ a_{T,t}^{1/3}
+//! Per-step privacy budgets of the accelerated methods (Kuru et al. 2020; method notes
+//! `docs/methods/accelerated.md` §2): the uniform split ε_t = ε/T, the noise-dividing mechanism ε_t ∝ a_{T,t}^{1/3}
 //! (Prop. 4.2, eq. 31), the choice of the number of steps T' that minimises the error bound
 //! (Remark 4.1), and the exact inversion of amplification by subsampling that turns a per-step
 //! budget into a Laplace scale.
@@ -29,7 +29,7 @@ use serde::Serialize;
 
 use crate::privacy::special::log_add_exp;
 
-/// Which constants the bound weights use (accelerated.md §3, "Choosing T").
+/// Which constants the bound weights use (docs/methods/accelerated.md §3, "Choosing T").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BoundConstants {
@@ -266,7 +266,7 @@ mod tests {
                 );
             }
         }
-        // accelerated.md §2.6: S1 = 40, n = 1e5, m = 1e3, ε = 1, T = 100: ε0 = 0.696, b = 0.0575.
+        // docs/methods/accelerated.md §2.6: S1 = 40, n = 1e5, m = 1e3, ε = 1, T = 100: ε0 = 0.696, b = 0.0575.
         let e0 = batch_epsilon(0.01, 100_000, 1000).unwrap();
         assert!((e0 - 0.696).abs() < 5e-4, "{e0}");
         let b = 40.0 / 1000.0 * laplace_scale_for(0.01, 100_000, 1000).unwrap();
@@ -299,7 +299,7 @@ mod tests {
         for w in eps.windows(2) {
             assert!((w[1] / w[0] - q.powf(-1.0 / 3.0)).abs() < 1e-12);
         }
-        // accelerated.md §3: first/last ε_t = 0.0012/0.0225 for NAG-opt, c = 1, T' = 136.
+        // docs/methods/accelerated.md §3: first/last ε_t = 0.0012/0.0225 for NAG-opt, c = 1, T' = 136.
         assert!(
             (eps[0] - 0.0012).abs() < 5e-5 && (eps[135] - 0.0225).abs() < 5e-4,
             "{} {}",
@@ -318,7 +318,7 @@ mod tests {
 
     #[test]
     fn the_step_choice_matches_the_authors_rule() {
-        // accelerated.md §3 (recomputed with the code's rule, L = 5.1028, n = 1e5, ε = 1,
+        // docs/methods/accelerated.md §3 (recomputed with the code's rule, L = 5.1028, n = 1e5, ε = 1,
         // S1 = 40, d = 20, E_0 = 10): NAG-opt c = 1: T' = 100 (T = 100), 136 (T ≥ 200);
         // c = 0.1: T' = 100, 200, 396, 396.
         let score = ScoreInputs {

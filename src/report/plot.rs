@@ -1,30 +1,41 @@
-//! Plots of `dpx report`: one figure per metric (test accuracy, train loss, σ_t, ε) against
+//! Plots of `dpx report`: one figure per metric (test accuracy in %, train loss, σ_t, ε) against
 //! epochs, one line per point (the mean over seeds) with a band of ± one sample standard
-//! deviation, as SVG and PNG.
+//! deviation; and for a sweep over the privacy budget the privacy–utility curve (final test
+//! accuracy against ε, one line per combination of the other swept keys, ± std bands). Each
+//! figure is written as SVG and PNG.
 //!
-//! Report room: reads `metrics.csv` files and draws; computes no model or privacy quantity.
+//! Report room: reads `metrics.csv` files and point summaries and draws; computes no model or
+//! privacy quantity.
 //!
-//! Text needs no system fonts: SVG files carry `<text>` elements (the viewer's font), and PNG
-//! text is drawn by [`Font8x8`], a wrapper around plotters' bitmap backend that paints the
-//! public-domain 8×8 glyphs of the `font8x8` crate (ASCII, Latin-1 and Greek), scaled to the
-//! requested size. So the build needs neither fontconfig nor FreeType nor a font file.
+//! Text needs no system fonts: the DejaVu Sans TTF (Bitstream Vera licence, in
+//! `assets/fonts/`) is compiled into the binary, and [`VectorText`], a wrapper around plotters'
+//! bitmap backend, draws PNG text from its outlines with `ab_glyph` (antialiased, kerned, each
+//! glyph at its own side bearing; rotated for the y axis). SVG files carry `<text>` elements in
+//! the `sans-serif` family. The build needs neither fontconfig nor FreeType.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use font8x8::UnicodeFonts;
+use ab_glyph::{Font, FontRef, PxScale, ScaleFont, point};
 use plotters::coord::Shift;
+use plotters::coord::ranged1d::{AsRangedCoord, Ranged, ValueFormatter};
 use plotters::prelude::*;
 use plotters_backend::{
-    BackendColor, BackendCoord, BackendStyle, BackendTextStyle, DrawingErrorKind, FontTransform,
+    BackendColor, BackendCoord, BackendStyle, BackendTextStyle, DrawingErrorKind,
     text_anchor::{HPos, VPos},
 };
 use serde::Deserialize;
 
-use super::summary::stats;
+use super::summary::{PointSummary, stats};
 
 /// Figure size in pixels.
 pub const SIZE: (u32, u32) = (960, 600);
+
+/// DejaVu Sans, drawn for every text of every figure.
+const FONT: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
+
+/// The font family every text asks for.
+const FAMILY: &str = "sans-serif";
 
 /// Errors drawing or writing a plot.
 #[derive(Debug, thiserror::Error)]
@@ -39,6 +50,61 @@ pub enum PlotError {
     },
 }
 
+/// The embedded font, parsed once (None if it does not parse, which a test rules out).
+fn font() -> Option<&'static FontRef<'static>> {
+    static PARSED: std::sync::OnceLock<Option<FontRef<'static>>> = std::sync::OnceLock::new();
+    PARSED
+        .get_or_init(|| FontRef::try_from_slice(FONT).ok())
+        .as_ref()
+}
+
+fn ensure_font() -> Result<(), PlotError> {
+    match font() {
+        Some(_) => Ok(()),
+        None => Err(PlotError::Draw {
+            path: "assets/fonts/DejaVuSans.ttf".into(),
+            message: "the embedded font could not be parsed".into(),
+        }),
+    }
+}
+
+/// When an axis whose values may span decades (σ_t, ε) is drawn on a log scale.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum LogScale {
+    /// Log scale when every value is positive and the largest is at least 10× the smallest.
+    #[default]
+    Auto,
+    /// Always log scale (falls back to linear when a value is not positive).
+    Always,
+    /// Never.
+    Never,
+}
+
+impl LogScale {
+    /// Whether an axis with these values is drawn on a log scale. Values ≤ 0 (ε = 0 before the
+    /// first step) cannot be placed on a log axis and are left out of the decision and of the
+    /// figure; a negative value keeps the axis linear.
+    pub fn applies(self, values: impl IntoIterator<Item = f64>) -> bool {
+        if self == LogScale::Never {
+            return false;
+        }
+        let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+        for v in values {
+            if !v.is_finite() || v < 0.0 {
+                return false;
+            }
+            if v > 0.0 {
+                lo = lo.min(v);
+                hi = hi.max(v);
+            }
+        }
+        if !(lo.is_finite() && hi.is_finite()) {
+            return false;
+        }
+        self == LogScale::Always || hi >= 10.0 * lo
+    }
+}
+
 /// The metrics-file columns that are plotted.
 #[derive(Debug, Deserialize)]
 struct Row {
@@ -50,19 +116,21 @@ struct Row {
     test_accuracy: f64,
 }
 
-/// The plotted metrics: (column, axis label, file stem).
-pub const METRICS: [(&str, &str, &str); 4] = [
-    ("test_accuracy", "test accuracy", "test_accuracy"),
-    ("train_loss", "train loss", "train_loss"),
+/// The plotted metrics: (column, axis label, file stem, may use a log scale).
+pub const METRICS: [(&str, &str, &str, bool); 4] = [
+    ("test_accuracy", "test accuracy (%)", "test_accuracy", false),
+    ("train_loss", "train loss", "train_loss", false),
     (
         "noise_multiplier",
         "noise multiplier σ_t",
         "noise_multiplier",
+        true,
     ),
-    ("epsilon", "ε spent", "epsilon"),
+    ("epsilon", "ε spent", "epsilon", true),
 ];
 
 /// One point's curves: for each evaluation step, (epoch, mean, std) of each metric over seeds.
+/// Test accuracy is in percent (as in the tables), the other metrics in their CSV units.
 #[derive(Debug, Clone)]
 pub struct Series {
     pub name: String,
@@ -88,11 +156,11 @@ impl Series {
         let mut curves: BTreeMap<&'static str, Vec<(f64, f64, f64)>> = BTreeMap::new();
         for group in by_step.values() {
             let epoch = group[0].epoch;
-            for (col, _, _) in METRICS {
+            for (col, _, _, _) in METRICS {
                 let v: Vec<f64> = group
                     .iter()
                     .filter_map(|r| match col {
-                        "test_accuracy" => Some(r.test_accuracy),
+                        "test_accuracy" => Some(100.0 * r.test_accuracy),
                         "train_loss" => r.train_loss,
                         "noise_multiplier" => r.noise_multiplier,
                         _ => r.epsilon,
@@ -114,7 +182,7 @@ impl Series {
 }
 
 /// Width in pixels of the legend column.
-const LEGEND_WIDTH: u32 = 300;
+const LEGEND_WIDTH: u32 = 250;
 
 /// A point's legend label: the last component of each dotted key (`epsilon=2,learning_rate=0.5`),
 /// cut to 32 characters.
@@ -150,83 +218,136 @@ const COLORS: [(u8, u8, u8); 10] = [
     (23, 190, 207),
 ];
 
-fn draw_metric<DB: DrawingBackend>(
+/// Options of every figure.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PlotOptions {
+    /// Log scale for the axes of σ_t and ε.
+    pub log_scale: LogScale,
+}
+
+/// One line of a figure: (x, mean, std) points in x order, drawn as the mean with a ± std band.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Curve {
+    pub label: String,
+    pub points: Vec<(f64, f64, f64)>,
+}
+
+/// What one figure shows.
+struct Figure<'a> {
+    title: String,
+    x_label: &'a str,
+    y_label: &'a str,
+    curves: &'a [Curve],
+    log_x: bool,
+    log_y: bool,
+    /// Mark each point with a dot (for curves over a few sweep points).
+    markers: bool,
+}
+
+/// A tick label: at most 4 significant digits, scientific notation outside [1e-3, 1e5).
+fn tick_label(v: f64) -> String {
+    if v == 0.0 {
+        return "0".into();
+    }
+    let a = v.abs();
+    if !(1e-3..1e5).contains(&a) {
+        let s = format!("{v:.1e}");
+        return s.replace(".0e", "e");
+    }
+    let digits = (3 - a.log10().floor() as i32).clamp(0, 6) as usize;
+    let s = format!("{v:.digits$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+/// The data range of the curves, the band included, padded; positive for a log axis.
+fn data_range(values: impl Iterator<Item = (f64, f64)>, log: bool, pad: bool) -> (f64, f64) {
+    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    for (a, b) in values {
+        if log {
+            if a > 0.0 {
+                lo = lo.min(a);
+            }
+            if b > 0.0 {
+                hi = hi.max(b);
+            }
+        } else {
+            lo = lo.min(a);
+            hi = hi.max(b);
+        }
+    }
+    if !(lo.is_finite() && hi.is_finite()) {
+        return if log { (0.1, 10.0) } else { (0.0, 1.0) };
+    }
+    if log {
+        if hi <= lo {
+            return (lo / 2.0, hi * 2.0);
+        }
+        let k = if pad { (hi / lo).powf(0.05) } else { 1.0 };
+        let (lo, hi) = (lo / k, hi * k);
+        // plotters places log key points from the first power of ten up: start at the power of
+        // ten below when it is close, so the lowest decade gets its 1-2-5 labels too
+        let below = 10f64.powf(lo.log10().floor());
+        // (a hair below it, so rounding in plotters' ln(start)/ln(10) cannot skip that decade).
+        (
+            if lo < 3.0 * below {
+                below * (1.0 - 1e-9)
+            } else {
+                lo
+            },
+            hi,
+        )
+    } else {
+        if hi <= lo {
+            return (lo - 1.0, hi + 1.0);
+        }
+        let p = if pad { (hi - lo) * 0.05 } else { 0.0 };
+        (lo - p, hi + p)
+    }
+}
+
+fn draw_figure<DB: DrawingBackend>(
     root: DrawingArea<DB, Shift>,
-    series: &[Series],
-    col: &str,
-    label: &str,
+    fig: &Figure,
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     root.fill(&WHITE)?;
     // The legend gets its own column on the right, so long point names never cover curves.
     let (plot_area, legend) =
         root.split_horizontally(root.dim_in_pixel().0.saturating_sub(LEGEND_WIDTH));
-    let pts: Vec<(f64, f64, f64)> = series
-        .iter()
-        .flat_map(|s| s.curves.get(col).into_iter().flatten().copied())
-        .collect();
-    let (mut x0, mut x1) = (f64::INFINITY, f64::NEG_INFINITY);
-    let (mut y0, mut y1) = (f64::INFINITY, f64::NEG_INFINITY);
-    for &(x, m, s) in &pts {
-        x0 = x0.min(x);
-        x1 = x1.max(x);
-        y0 = y0.min(m - s);
-        y1 = y1.max(m + s);
+    let pts = || fig.curves.iter().flat_map(|c| c.points.iter().copied());
+    let (x0, x1) = data_range(pts().map(|(x, _, _)| (x, x)), fig.log_x, fig.markers);
+    let (y0, y1) = data_range(pts().map(|(_, m, s)| (m - s, m + s)), fig.log_y, true);
+    let decades = |log: bool, lo: f64, hi: f64| log.then(|| (hi / lo).log10());
+    let axes = (decades(fig.log_x, x0, x1), decades(fig.log_y, y0, y1));
+    match (fig.log_x, fig.log_y) {
+        (false, false) => draw_chart(&plot_area, fig, axes, x0..x1, y0..y1)?,
+        (false, true) => draw_chart(&plot_area, fig, axes, x0..x1, (y0..y1).log_scale())?,
+        (true, false) => draw_chart(&plot_area, fig, axes, (x0..x1).log_scale(), y0..y1)?,
+        (true, true) => draw_chart(
+            &plot_area,
+            fig,
+            axes,
+            (x0..x1).log_scale(),
+            (y0..y1).log_scale(),
+        )?,
     }
-    if x1 <= x0 {
-        x1 = x0 + 1.0;
-    }
-    if y1 <= y0 {
-        y1 = y0 + 1.0;
-        y0 -= 1.0;
-    }
-    let pad = (y1 - y0) * 0.05;
-    let mut chart = ChartBuilder::on(&plot_area)
-        .caption(
-            format!("{label} (mean ± std over seeds)"),
-            ("sans-serif", 24),
-        )
-        .margin(16)
-        .x_label_area_size(44)
-        .y_label_area_size(72)
-        .build_cartesian_2d(x0..x1, (y0 - pad)..(y1 + pad))?;
-    chart
-        .configure_mesh()
-        .x_desc("epoch")
-        .y_desc(label)
-        .label_style(("sans-serif", 14))
-        .axis_desc_style(("sans-serif", 16))
-        .light_line_style(RGBColor(235, 235, 235))
-        .draw()?;
-    for (i, s) in series.iter().enumerate() {
-        let Some(c) = s.curves.get(col) else { continue };
-        let (r, g, b) = COLORS[i % COLORS.len()];
-        let color = RGBColor(r, g, b);
-        let band: Vec<(f64, f64)> = c
-            .iter()
-            .map(|&(x, m, sd)| (x, m + sd))
-            .chain(c.iter().rev().map(|&(x, m, sd)| (x, m - sd)))
-            .collect();
-        chart.draw_series(std::iter::once(Polygon::new(
-            band,
-            color.mix(0.18).filled(),
-        )))?;
-        chart.draw_series(LineSeries::new(
-            c.iter().map(|&(x, m, _)| (x, m)),
-            Color::stroke_width(&color, 2),
-        ))?;
-    }
-    let font = ("sans-serif", 14).into_font();
-    for (i, s) in series.iter().enumerate() {
-        let (r, g, b) = COLORS[i % COLORS.len()];
-        let color = RGBColor(r, g, b);
-        let y = 60 + 22 * i as i32;
+    let font = (FAMILY, 15).into_font();
+    for (i, c) in fig.curves.iter().enumerate() {
+        let color = color(i);
+        let y = 64 + 24 * i as i32;
         legend.draw(&PathElement::new(
             vec![(6, y), (30, y)],
             Color::stroke_width(&color, 3),
         ))?;
+        if fig.markers {
+            legend.draw(&Circle::new((18, y), 4, color.filled()))?;
+        }
         legend.draw(&Text::new(
-            legend_label(&s.name),
-            (36, y - 6),
+            legend_label(&c.label),
+            (38, y - 9),
             font.clone().color(&BLACK),
         ))?;
     }
@@ -234,70 +355,316 @@ fn draw_metric<DB: DrawingBackend>(
     Ok(())
 }
 
+fn color(i: usize) -> RGBColor {
+    let (r, g, b) = COLORS[i % COLORS.len()];
+    RGBColor(r, g, b)
+}
+
+/// The number of key points to ask a log axis spanning `decades` for, so that plotters offers
+/// every 1…9 × 10^k (it spaces them by a tenth of a decade's multiplier only when asked for about
+/// ten points per decade).
+fn log_key_points(decades: f64) -> usize {
+    10 * (decades.floor().max(1.0) as usize) + 1
+}
+
+/// A log axis' tick label: 1, 2 and 5 times a power of ten (only powers of ten beyond four
+/// decades), blank for the other key points, which still get a grid line.
+fn log_tick_label(v: f64, decades: f64) -> String {
+    if v <= 0.0 {
+        return String::new();
+    }
+    let mantissa = v / 10f64.powf(v.log10().floor());
+    let shown: &[f64] = if decades > 4.0 {
+        &[1.0]
+    } else {
+        &[1.0, 2.0, 5.0]
+    };
+    if shown
+        .iter()
+        .any(|m| (mantissa - m).abs() < 1e-6 || (mantissa - 10.0 * m).abs() < 1e-5)
+    {
+        tick_label(v)
+    } else {
+        String::new()
+    }
+}
+
+fn draw_chart<DB, X, Y>(
+    area: &DrawingArea<DB, Shift>,
+    fig: &Figure,
+    (x_decades, y_decades): (Option<f64>, Option<f64>),
+    x: X,
+    y: Y,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>>
+where
+    DB: DrawingBackend,
+    X: AsRangedCoord<Value = f64>,
+    Y: AsRangedCoord<Value = f64>,
+    X::CoordDescType: Ranged<ValueType = f64> + ValueFormatter<f64>,
+    Y::CoordDescType: Ranged<ValueType = f64> + ValueFormatter<f64>,
+{
+    let mut chart = ChartBuilder::on(area)
+        .caption(&fig.title, (FAMILY, 24))
+        .margin(18)
+        .x_label_area_size(52)
+        .y_label_area_size(78)
+        .build_cartesian_2d(x, y)?;
+    let y_lo = chart.y_range().start;
+    let x_fmt = |v: &f64| match x_decades {
+        Some(d) => log_tick_label(*v, d),
+        None => tick_label(*v),
+    };
+    let y_fmt = |v: &f64| match y_decades {
+        Some(d) => log_tick_label(*v, d),
+        None => tick_label(*v),
+    };
+    let mut mesh = chart.configure_mesh();
+    mesh.x_desc(fig.x_label)
+        .y_desc(fig.y_label)
+        .x_label_formatter(&x_fmt)
+        .y_label_formatter(&y_fmt)
+        .label_style((FAMILY, 15))
+        .axis_desc_style((FAMILY, 17))
+        .light_line_style(RGBColor(244, 244, 244))
+        .bold_line_style(RGBColor(222, 222, 222));
+    // On a log axis every key point gets a grid line and the finer lines are left out (plotters
+    // spaces them linearly, which crowds the top of each decade).
+    if let Some(d) = x_decades {
+        mesh.x_labels(log_key_points(d)).x_max_light_lines(0);
+    }
+    if let Some(d) = y_decades {
+        mesh.y_labels(log_key_points(d)).y_max_light_lines(0);
+    }
+    mesh.draw()?;
+    // On a log axis the band's lower edge is kept above the axis' lower end.
+    let floor = |v: f64| if fig.log_y { v.max(y_lo) } else { v };
+    for (i, c) in fig.curves.iter().enumerate() {
+        let color = color(i);
+        let band: Vec<(f64, f64)> = c
+            .points
+            .iter()
+            .map(|&(x, m, sd)| (x, m + sd))
+            .chain(c.points.iter().rev().map(|&(x, m, sd)| (x, floor(m - sd))))
+            .collect();
+        chart.draw_series(std::iter::once(Polygon::new(
+            band,
+            color.mix(0.18).filled(),
+        )))?;
+        chart.draw_series(LineSeries::new(
+            c.points.iter().map(|&(x, m, _)| (x, m)),
+            Color::stroke_width(&color, 2),
+        ))?;
+        if fig.markers {
+            chart.draw_series(
+                c.points
+                    .iter()
+                    .map(|&(x, m, _)| Circle::new((x, m), 4, color.filled())),
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// Draw one figure as `<dir>/<stem>.svg` and `.png`, each into a temporary file renamed into
+/// place, so a reader never sees a half-written figure.
+fn write_figure(dir: &Path, stem: &str, fig: &Figure) -> Result<(), PlotError> {
+    ensure_font()?;
+    let svg = dir.join(format!("{stem}.svg"));
+    let png = dir.join(format!("{stem}.png"));
+    let err = |p: &Path| {
+        let path = p.display().to_string();
+        move |e: String| PlotError::Draw { path, message: e }
+    };
+    let tmp_svg = crate::report::atomic::temp_path(&svg).map_err(|e| PlotError::Draw {
+        path: svg.display().to_string(),
+        message: e.to_string(),
+    })?;
+    let tmp_png = dir.join(format!(".{stem}.{}.tmp.png", std::process::id()));
+    draw_figure(SVGBackend::new(&tmp_svg, SIZE).into_drawing_area(), fig)
+        .map_err(|e| err(&svg)(e.to_string()))?;
+    draw_figure(
+        VectorText(BitMapBackend::new(&tmp_png, SIZE)).into_drawing_area(),
+        fig,
+    )
+    .map_err(|e| err(&png)(e.to_string()))?;
+    for (t, f) in [(&tmp_svg, &svg), (&tmp_png, &png)] {
+        std::fs::rename(t, f).map_err(|source| PlotError::Io {
+            path: f.display().to_string(),
+            source,
+        })?;
+    }
+    Ok(())
+}
+
 /// Draw every metric that some series has, as `<dir>/<metric>.svg` and `.png`. Returns
 /// (metric label, SVG file name) of the figures written.
-pub fn write_all(series: &[Series], dir: &Path) -> Result<Vec<(String, String)>, PlotError> {
+pub fn write_all(
+    series: &[Series],
+    dir: &Path,
+    opts: PlotOptions,
+) -> Result<Vec<(String, String)>, PlotError> {
     let mut written = Vec::new();
-    for (col, label, stem) in METRICS {
+    for (col, label, stem, may_log) in METRICS {
         if !series.iter().any(|s| s.curves.contains_key(col)) {
             continue;
         }
-        let svg = dir.join(format!("{stem}.svg"));
-        let png = dir.join(format!("{stem}.png"));
-        let err = |p: &Path| {
-            let path = p.display().to_string();
-            move |e: String| PlotError::Draw { path, message: e }
+        let curves: Vec<Curve> = series
+            .iter()
+            .map(|s| Curve {
+                label: s.name.clone(),
+                points: s.curves.get(col).cloned().unwrap_or_default(),
+            })
+            .collect();
+        let log_y = may_log
+            && opts
+                .log_scale
+                .applies(curves.iter().flat_map(|c| c.points.iter().map(|p| p.1)));
+        let curves: Vec<Curve> = if log_y {
+            curves
+                .into_iter()
+                .map(|mut c| {
+                    c.points.retain(|p| p.1 > 0.0);
+                    c
+                })
+                .collect()
+        } else {
+            curves
         };
-        // Draw into temporaries, then rename: a reader never sees a half-written figure.
-        let tmp_svg = crate::report::atomic::temp_path(&svg).map_err(|e| PlotError::Draw {
-            path: svg.display().to_string(),
-            message: e.to_string(),
-        })?;
-        let tmp_png = dir.join(format!(".{stem}.{}.tmp.png", std::process::id()));
-        draw_metric(
-            SVGBackend::new(&tmp_svg, SIZE).into_drawing_area(),
-            series,
-            col,
-            label,
-        )
-        .map_err(|e| err(&svg)(e.to_string()))?;
-        draw_metric(
-            Font8x8(BitMapBackend::new(&tmp_png, SIZE)).into_drawing_area(),
-            series,
-            col,
-            label,
-        )
-        .map_err(|e| err(&png)(e.to_string()))?;
-        for (t, f) in [(&tmp_svg, &svg), (&tmp_png, &png)] {
-            std::fs::rename(t, f).map_err(|source| PlotError::Io {
-                path: f.display().to_string(),
-                source,
-            })?;
-        }
+        let fig = Figure {
+            title: format!("{label} (mean ± std over seeds)"),
+            x_label: "epoch",
+            y_label: label,
+            curves: &curves,
+            log_x: false,
+            log_y,
+            markers: false,
+        };
+        write_figure(dir, stem, &fig)?;
         written.push((label.to_string(), format!("{stem}.svg")));
     }
     Ok(written)
 }
 
-/// A drawing backend that draws text with built-in 8×8 bitmap glyphs and delegates everything
+/// The swept keys that set the privacy budget (the x axis of the privacy–utility curve).
+pub const BUDGET_KEYS: [&str; 3] = [
+    "privacy.epsilon",
+    "noise.noise_multiplier",
+    "accelerated.epsilon",
+];
+
+/// The privacy–utility curves of a sweep: for each combination of the swept keys other than
+/// the budget's ([`BUDGET_KEYS`]), the points' final test accuracy (%, mean ± std over seeds)
+/// against their mean ε, in ε order. Non-private points (no ε) are left out. `None` when fewer
+/// than two distinct ε values remain.
+pub fn utility_curves(keys: &[String], points: &[PointSummary]) -> Option<Vec<Curve>> {
+    let group_keys: Vec<&String> = keys
+        .iter()
+        .filter(|k| !BUDGET_KEYS.contains(&k.as_str()))
+        .collect();
+    let mut groups: Vec<Curve> = Vec::new();
+    let mut eps_values: Vec<f64> = Vec::new();
+    for p in points {
+        let (Some(e), Some(a)) = (p.epsilon, p.final_test_accuracy) else {
+            continue;
+        };
+        if !e.mean.is_finite() {
+            continue;
+        }
+        if !eps_values
+            .iter()
+            .any(|&v| (v - e.mean).abs() <= 1e-9 * v.abs().max(1.0))
+        {
+            eps_values.push(e.mean);
+        }
+        let label = group_keys
+            .iter()
+            .map(|k| format!("{k}={}", p.key(k).unwrap_or("")))
+            .collect::<Vec<_>>()
+            .join(",");
+        let point = (e.mean, 100.0 * a.mean, 100.0 * a.std);
+        match groups.iter_mut().find(|g| g.label == label) {
+            Some(g) => g.points.push(point),
+            None => groups.push(Curve {
+                label,
+                points: vec![point],
+            }),
+        }
+    }
+    if eps_values.len() < 2 {
+        return None;
+    }
+    for g in &mut groups {
+        g.points.sort_by(|a, b| a.0.total_cmp(&b.0));
+        if g.label.is_empty() {
+            g.label = "all points".into();
+        }
+    }
+    Some(groups)
+}
+
+/// Draw the privacy–utility figure `<dir>/privacy_utility.svg|png`: final test accuracy (%)
+/// against ε at the points' δ, one line per group with its ± std band and a dot per point. ε is
+/// on a log axis under [`LogScale::applies`]. Returns the SVG file name.
+pub fn write_privacy_utility(
+    curves: &[Curve],
+    delta: Option<f64>,
+    dir: &Path,
+    opts: PlotOptions,
+) -> Result<String, PlotError> {
+    let log_x = opts
+        .log_scale
+        .applies(curves.iter().flat_map(|c| c.points.iter().map(|p| p.0)));
+    let x_label = match delta {
+        Some(d) if d > 0.0 => format!("ε (at δ = {})", tick_label(d)),
+        _ => "ε".to_string(),
+    };
+    let fig = Figure {
+        title: "final test accuracy vs ε (mean ± std over seeds)".into(),
+        x_label: &x_label,
+        y_label: "final test accuracy (%)",
+        curves,
+        log_x,
+        log_y: false,
+        markers: true,
+    };
+    write_figure(dir, "privacy_utility", &fig)?;
+    Ok("privacy_utility.svg".into())
+}
+
+/// A drawing backend that draws text with the embedded vector font and delegates everything
 /// else to the wrapped backend.
-pub struct Font8x8<B>(pub B);
+pub struct VectorText<B>(pub B);
 
-fn glyph(c: char) -> [u8; 8] {
-    font8x8::BASIC_FONTS
-        .get(c)
-        .or_else(|| font8x8::LATIN_FONTS.get(c))
-        .or_else(|| font8x8::GREEK_FONTS.get(c))
-        .or_else(|| font8x8::BASIC_FONTS.get('?'))
-        .unwrap_or([0; 8])
+/// Glyphs of `text` at `size` pixels: (glyph, pen position), the advance width and the line
+/// height (ascent − descent), with kerning.
+fn layout(
+    font: &FontRef<'static>,
+    size: f64,
+    text: &str,
+) -> (Vec<(ab_glyph::GlyphId, f32)>, f32, f32) {
+    let scaled = font.as_scaled(PxScale::from(size as f32));
+    let mut caret = 0.0f32;
+    let mut prev = None;
+    let mut glyphs = Vec::with_capacity(text.len());
+    for c in text.chars() {
+        let id = scaled.glyph_id(c);
+        if let Some(p) = prev {
+            caret += scaled.kern(p, id);
+        }
+        glyphs.push((id, caret));
+        caret += scaled.h_advance(id);
+        prev = Some(id);
+    }
+    (glyphs, caret, scaled.ascent() - scaled.descent())
 }
 
-/// Integer scale of the 8-pixel glyphs for a font size in points.
-fn scale(size: f64) -> i32 {
-    ((size / 11.0).round() as i32).max(1)
+fn font_error<E: std::error::Error + Send + Sync>() -> DrawingErrorKind<E> {
+    DrawingErrorKind::FontError(Box::new(std::io::Error::other(
+        "the embedded font could not be parsed",
+    )))
 }
 
-impl<B: DrawingBackend> DrawingBackend for Font8x8<B> {
+impl<B: DrawingBackend> DrawingBackend for VectorText<B> {
     type ErrorType = B::ErrorType;
 
     fn get_size(&self) -> (u32, u32) {
@@ -370,8 +737,9 @@ impl<B: DrawingBackend> DrawingBackend for Font8x8<B> {
         text: &str,
         style: &TStyle,
     ) -> Result<(u32, u32), DrawingErrorKind<Self::ErrorType>> {
-        let s = scale(style.size()) as u32;
-        Ok((8 * s * text.chars().count() as u32, 8 * s))
+        let font = font().ok_or_else(font_error)?;
+        let (_, width, height) = layout(font, style.size(), text);
+        Ok((width.ceil() as u32, height.ceil() as u32))
     }
 
     fn draw_text<TStyle: BackendTextStyle>(
@@ -384,42 +752,90 @@ impl<B: DrawingBackend> DrawingBackend for Font8x8<B> {
         if color.alpha == 0.0 {
             return Ok(());
         }
-        let s = scale(style.size());
-        let width = 8 * s * text.chars().count() as i32;
-        let height = 8 * s;
+        let font = font().ok_or_else(font_error)?;
+        let scale = PxScale::from(style.size() as f32);
+        let ascent = font.as_scaled(scale).ascent();
+        let (glyphs, width, height) = layout(font, style.size(), text);
+        // Offsets of the text box's top-left corner from the anchor point, before rotation.
         let dx = match style.anchor().h_pos {
-            HPos::Left => 0,
+            HPos::Left => 0.0,
             HPos::Right => -width,
-            HPos::Center => -width / 2,
+            HPos::Center => -width / 2.0,
         };
         let dy = match style.anchor().v_pos {
-            VPos::Top => 0,
-            VPos::Center => -height / 2,
+            VPos::Top => 0.0,
+            VPos::Center => -height / 2.0,
             VPos::Bottom => -height,
         };
-        let trans: FontTransform = style.transform();
+        let trans = style.transform();
         let (w, h) = self.get_size();
-        for (i, c) in text.chars().enumerate() {
-            let g = glyph(c);
-            for (row, bits) in g.iter().enumerate() {
-                for col in 0..8 {
-                    if bits & (1 << col) == 0 {
-                        continue;
-                    }
-                    for sy in 0..s {
-                        for sx in 0..s {
-                            let x = i as i32 * 8 * s + col * s + sx + dx;
-                            let y = row as i32 * s + sy + dy;
-                            let (x, y) = trans.transform(x, y);
-                            let (x, y) = (pos.0 + x, pos.1 + y);
-                            if x >= 0 && x < w as i32 && y >= 0 && y < h as i32 {
-                                self.0.draw_pixel((x, y), color)?;
-                            }
-                        }
-                    }
+        for (id, x) in glyphs {
+            let glyph = id.with_scale_and_position(scale, point(dx + x, dy + ascent));
+            let Some(outlined) = font.outline_glyph(glyph) else {
+                continue;
+            };
+            let bounds = outlined.px_bounds();
+            let mut pixels = Vec::new();
+            outlined.draw(|gx, gy, coverage| {
+                if coverage > 0.0 {
+                    pixels.push((
+                        bounds.min.x as i32 + gx as i32,
+                        bounds.min.y as i32 + gy as i32,
+                        coverage,
+                    ));
+                }
+            });
+            for (x, y, coverage) in pixels {
+                let (x, y) = trans.transform(x, y);
+                let (x, y) = (pos.0 + x, pos.1 + y);
+                if x >= 0 && x < w as i32 && y >= 0 && y < h as i32 {
+                    let c = BackendColor {
+                        alpha: color.alpha * f64::from(coverage.min(1.0)),
+                        rgb: color.rgb,
+                    };
+                    self.0.draw_pixel((x, y), c)?;
                 }
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_scale_only_over_a_decade_of_positive_values() {
+        assert!(LogScale::Auto.applies([0.5, 8.0]));
+        assert!(!LogScale::Auto.applies([1.0, 8.0]));
+        assert!(LogScale::Auto.applies([0.0, 0.5, 80.0]));
+        assert!(!LogScale::Auto.applies([0.0, 8.0]));
+        assert!(!LogScale::Auto.applies([-1.0, 0.5, 80.0]));
+        assert!(LogScale::Always.applies([1.0, 2.0]));
+        assert!(!LogScale::Always.applies([-1.0, 2.0]));
+        assert!(!LogScale::Never.applies([0.01, 100.0]));
+    }
+
+    #[test]
+    fn the_embedded_font_parses_and_measures_text() {
+        let font = font().expect("DejaVu Sans parses");
+        let (glyphs, width, height) = layout(font, 20.0, "ε = 1");
+        assert_eq!(glyphs.len(), 5);
+        assert!(width > 30.0 && width < 80.0, "{width}");
+        assert!(height > 15.0 && height < 30.0, "{height}");
+    }
+
+    #[test]
+    fn tick_labels_are_short() {
+        assert_eq!(tick_label(0.5), "0.5");
+        assert_eq!(tick_label(2.0), "2");
+        assert_eq!(tick_label(94.25), "94.25");
+        assert_eq!(tick_label(1e-5), "1e-5");
+        assert_eq!(tick_label(0.0), "0");
+        assert_eq!(log_tick_label(20.0, 2.0), "20");
+        assert_eq!(log_tick_label(0.05, 2.0), "0.05");
+        assert_eq!(log_tick_label(30.0, 2.0), "");
+        assert_eq!(log_tick_label(20.0, 5.0), "");
     }
 }

@@ -1,5 +1,5 @@
 //! The accelerated DP methods of Kuru, Birbil, Gürbüzbalaban and Yıldırım (2020) as a dpx run
-//! (`[accelerated]` in the experiment file; methods spec accelerated.md): the plan (step sizes,
+//! (`[accelerated]` in the experiment file; method notes docs/methods/accelerated.md): the plan (step sizes,
 //! momenta, MASG stages, per-step budgets ε_t, Laplace scales, the steps T' actually run, the
 //! event of every step), F* of the problem, and the step loop of one seed.
 //!

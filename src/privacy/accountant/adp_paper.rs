@@ -3,7 +3,7 @@
 //! be presented as a proven guarantee when the paper's own validity condition fails (reports say
 //! so), nor be used for anything but reproductions.
 //!
-//! # Maths (../shared/methods/adp_sgd.md §2.1-2.2; Wu et al. Thm. 4.1 / C.1)
+//! # Maths (docs/methods/adp_sgd.md §2.1-2.2; Wu et al. Thm. 4.1 / C.1)
 //! Per step t the Gaussian noise multiplier is z_t (noise std on the clipped-gradient sum over
 //! the clip norm) on a batch of m of n records, q = m/n. Advanced composition of the amplified
 //! per-step Gaussian mechanisms gives

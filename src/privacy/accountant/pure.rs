@@ -1,5 +1,5 @@
 //! The pure ε-DP accountant (room: `privacy::accountant`): basic composition with amplification by
-//! subsampling, for the Laplace-based accelerated methods (../shared/methods/accelerated.md §2).
+//! subsampling, for the Laplace-based accelerated methods (docs/methods/accelerated.md §2).
 //! Must not: accept Gaussian releases (they are not pure DP).
 //!
 //! # Maths
@@ -10,7 +10,7 @@
 //! - Poisson sampling with rate q, add/remove one: ln(1 + q(e^ε − 1)) (Balle, Barthe, Gaboardi
 //!   2018, "Privacy amplification by subsampling", Thm. 8).
 //! - Sampling m of n without replacement, replace one: ln(1 + (m/n)(e^ε − 1)) (the same paper,
-//!   Thm. 9; accelerated.md §2 eq. 11).
+//!   Thm. 9; docs/methods/accelerated.md §2 eq. 11).
 
 use crate::privacy::accountant::checks::{check_scale, describe};
 use crate::privacy::accountant::{Accountant, AccountantKind, AccountingError, PrivacyReport};

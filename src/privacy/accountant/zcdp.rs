@@ -15,7 +15,7 @@
 //!   Privacy"), Cor. 13: δ = inf_{α>1} e^{(α−1)(αρ−ε)}/(α−1) · (1 − 1/α)^α; equivalently
 //!   ε = min_{α>1} αρ + ln(1 − 1/α) − (ln δ + ln α)/(α − 1), whose minimiser solves
 //!   ρ(α−1)² + ln δ + ln α = 0 (unique: the left side increases in α).
-//! - The paper's budget (dynamic_noise.md §2): ρ(ε, δ) = (√(ε + L) − √L)², L = ln(1/δ).
+//! - The paper's budget (docs/methods/dynamic_noise.md §2): ρ(ε, δ) = (√(ε + L) − √L)², L = ln(1/δ).
 
 use crate::privacy::accountant::checks::{check_gaussians, check_noise_multiplier, describe};
 use crate::privacy::accountant::{
@@ -107,7 +107,7 @@ pub fn zcdp_delta_tight(rho: f64, epsilon: f64) -> f64 {
 }
 
 /// The dynamic-noise paper's zCDP budget for a target (ε, δ): ρ = (√(ε + L) − √L)², L = ln(1/δ)
-/// (inverse of the standard conversion; dynamic_noise.md §2).
+/// (inverse of the standard conversion; docs/methods/dynamic_noise.md §2).
 pub fn paper_rho_budget(epsilon: f64, delta: f64) -> f64 {
     let l = (1.0 / delta).ln();
     ((epsilon + l).sqrt() - l.sqrt()).powi(2)

@@ -1,9 +1,9 @@
 //! AdaCliP (Pichapati, Suresh, Yu, Reddi, Kumar, "AdaCliP: Adaptive clipping for private SGD",
-//! 2019; extraction in adaclip.md): a coordinate-wise affine transform before clipping, so the
+//! 2019; method notes in docs/methods/adaclip.md): a coordinate-wise affine transform before clipping, so the
 //! noise is shaped like the gradients' spread.
 //!
 //! Part of the privacy room. With state m (centre) and s (per-coordinate std estimate), one step
-//! is, in the central-DP form of adaclip.md §1.5:
+//! is, in the central-DP form of docs/methods/adaclip.md §1.5:
 //!
 //! ```text
 //! b    = √(s/γ) · √(Σ_j s_j)                               Thm 1 (Alg. 1 has γ = 1)
@@ -18,7 +18,7 @@
 //!
 //! Privacy: b and m are functions of earlier released g̃ only (post-processing), so each step is
 //! the Gaussian mechanism on Σ_k ŵ_k with sensitivity 1 and multiplier σ: the event is
-//! `Gaussian(σ)`, exactly DP-SGD's (adaclip.md §2; no split of σ). The inverse transform adds
+//! `Gaussian(σ)`, exactly DP-SGD's (docs/methods/adaclip.md §2; no split of σ). The inverse transform adds
 //! B·m with the *expected* B: adding |B_t|·m would move the release by ‖m‖ when one example is
 //! added, which no noise covers. The statistics never see per-example gradients (pitfall P3).
 //!
@@ -45,7 +45,7 @@ pub enum InitialStd {
     SqrtH2,
 }
 
-/// `clip.adaclip.variance_scale`: which variance v estimates (adaclip.md §1.5).
+/// `clip.adaclip.variance_scale`: which variance v estimates (docs/methods/adaclip.md §1.5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum VarianceScale {
@@ -206,7 +206,7 @@ mod tests {
 
     #[test]
     fn at_the_cap_adaclip_is_dp_sgd_with_c_sqrt_d_h2_over_gamma() {
-        // adaclip.md P7: every s_i = √h2 ⇒ b_i = √(d·h2/γ) = C, m = 0 ⇒ the release is
+        // docs/methods/adaclip.md P7: every s_i = √h2 ⇒ b_i = √(d·h2/γ) = C, m = 0 ⇒ the release is
         // Σ clip_C(g_k) + N(0, σ²C²) with the same noise draws.
         let d = 6;
         let (h2, gamma, sigma) = (0.5, 2.0, 1.3);

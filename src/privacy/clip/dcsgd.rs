@@ -1,6 +1,6 @@
 //! DC-SGD: dynamic clipping from a DP histogram of the per-sample gradient norms (Wei, Li, Chen,
 //! Chen, "DC-SGD: Differentially private SGD with dynamic clipping through gradient norm
-//! distribution estimation", arXiv 2503.22988; extraction in dc_sgd.md).
+//! distribution estimation", arXiv 2503.22988; method notes in docs/methods/dc_sgd.md).
 //!
 //! Part of the privacy room. At step t, with clip norm C_t and histogram range R_t:
 //!
@@ -11,7 +11,7 @@
 //! ```
 //!
 //! Norms are the unclipped norms at θ_t; overflow goes to the last bin (the paper's `max` is a
-//! typo for `min`, dc_sgd.md pitfall 1); bin k is represented by its midpoint m_k = (k + ½)R_t/b.
+//! typo for `min`, docs/methods/dc_sgd.md pitfall 1); bin k is represented by its midpoint m_k = (k + ½)R_t/b.
 //! Adding or removing one example changes one count by one, so the histogram is a Gaussian
 //! mechanism of multiplier σ_H (noise in count units, not σ_H·C: pitfall 3). Theorem 2: the two
 //! releases cost one Gaussian of multiplier σ when σ_T = (σ^−2 − σ_H^−2)^(−1/2); σ_H ≤ σ is
@@ -397,7 +397,7 @@ mod tests {
 
     #[test]
     fn the_papers_synthetic_norms() {
-        // dc_sgd.md §4 A (the paper's Figs 2-3): 256 norms from N(100, 20²). P with R = 150,
+        // docs/methods/dc_sgd.md §4 A (the paper's Figs 2-3): 256 norms from N(100, 20²). P with R = 150,
         // b = 20: C(p = 0.5) ≈ 100 and C(p = 0.9) ≈ 125.6, within the bin half-width R/(2b) =
         // 3.75 plus sampling error. E with σ_T = 1, B = 256, d = 1e5 (variance coefficient
         // 1.526·C²): population argmin C* ≈ 39.6, E's grid resolution 0.1·c, so C in [36, 44].

@@ -1,5 +1,5 @@
 //! Decaying clip norm (Du, Li, Chen, Ni, Wang, "Dynamic differential-privacy preserving SGD",
-//! 2021; the clipping schedule DC-SGD compares against, dc_sgd.md §1.6):
+//! 2021; the clipping schedule DC-SGD compares against, docs/methods/dc_sgd.md §1.6):
 //! C_t = C_0·ρ^(t/T), from C_0 at the first step to ρ·C_0 at the last.
 //!
 //! Part of the privacy room. C_t is a public function of the step, so each step is flat

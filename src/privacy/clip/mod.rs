@@ -99,7 +99,7 @@ pub enum ClipError {
 ///
 /// ```
 /// use dpx::privacy::clip::split_noise_multiplier;
-/// // DC-SGD's MNIST row (dc_sgd.md §2): σ = 1.129, σ_H = 5 gives σ_T ≈ 1.158.
+/// // DC-SGD's MNIST row (docs/methods/dc_sgd.md §2): σ = 1.129, σ_H = 5 gives σ_T ≈ 1.158.
 /// let t = split_noise_multiplier(1.129, 5.0, "histogram").unwrap();
 /// assert!((t - 1.158).abs() < 1e-3);
 /// ```
@@ -374,7 +374,7 @@ mod tests {
                 "{sigma} {stat} {back}"
             );
         }
-        // dc_sgd.md §2 table (σ_H = 5): CIFAR10 ε=1: 1.449 -> 1.514; ε=2: 0.966 -> 0.984;
+        // docs/methods/dc_sgd.md §2 table (σ_H = 5): CIFAR10 ε=1: 1.449 -> 1.514; ε=2: 0.966 -> 0.984;
         // MNIST ε=2: 0.841 -> 0.854.
         for (sigma, expected) in [(1.449, 1.514), (0.966, 0.984), (0.841, 0.854)] {
             let grad = split_noise_multiplier(sigma, 5.0, "histogram").unwrap();

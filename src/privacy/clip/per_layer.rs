@@ -1,6 +1,6 @@
 //! Per-layer clipping: a budget of clip norms across parameter groups (McMahan et al. 2018,
 //! "A general approach to adding differential privacy to iterative training procedures", §3;
-//! the per-layer baseline of Abadi et al. 2016 that AdaCliP compares against, adaclip.md §2).
+//! the per-layer baseline of Abadi et al. 2016 that AdaCliP compares against, docs/methods/adaclip.md §2).
 //!
 //! Part of the privacy room. Group k (a layer's weights, its bias, ...) of example i is scaled to
 //! norm at most C_k: w_ik = min(1, C_k/‖g_ik‖). With Σ_k C_k² = C², one example's clipped

@@ -1,6 +1,6 @@
 //! Adaptive quantile clipping (Andrew, Thakkar, McMahan, Ramaswamy, "Differentially private
 //! learning with adaptive clipping", NeurIPS 2021, Alg. 1 with the geometric update, in the
-//! centralised setting DC-SGD runs it in, dc_sgd.md §1.6).
+//! centralised setting DC-SGD runs it in, docs/methods/dc_sgd.md §1.6).
 //!
 //! Part of the privacy room. At step t, with clip norm C_t:
 //!
@@ -14,7 +14,7 @@
 //! The centred bit b_i − ½ has sensitivity ½ under add/remove-one, so the count is a Gaussian
 //! mechanism of multiplier 2σ_b (the event `Gaussian(2σ_b)`). Theorem 1 of Andrew et al.: the two
 //! releases together cost one Gaussian of multiplier σ when
-//! σ_Δ = (σ^−2 − (2σ_b)^−2)^(−1/2) (dc_sgd.md pitfall 8: the factor 2 is the bit's ½). Dividing by
+//! σ_Δ = (σ^−2 − (2σ_b)^−2)^(−1/2) (docs/methods/dc_sgd.md pitfall 8: the factor 2 is the bit's ½). Dividing by
 //! the expected B (not the realised batch size, which is private under Poisson sampling) follows
 //! TF-Privacy's `QuantileAdaptiveClipSumQuery`. The update uses only the noisy count, so it is
 //! post-processing; C_{t+1} applies from the next step.

@@ -3,24 +3,24 @@
 //! Owns only the shapes, each a pure function of the 0-based step t (and of values fixed before
 //! training: the learning-rate schedule, the planned number of steps). Must not: depend on data
 //! or on anything a run computes (a shape that did could not be accounted before training,
-//! adp_sgd.md §6 item 6), nor account privacy itself.
+//! docs/methods/adp_sgd.md §6 item 6), nor account privacy itself.
 //!
 //! # Shapes (t is the 0-based step, T the planned number of steps)
 //! - `Constant`: s_t = 1.
-//! - `Adp` (Wu et al., arXiv 2110.07435, Alg. 3; adp_sgd.md §1.1-1.2): step t uses α_{t+1} with
+//! - `Adp` (Wu et al., arXiv 2110.07435, Alg. 3; docs/methods/adp_sgd.md §1.1-1.2): step t uses α_{t+1} with
 //!   α_{t+1}² = b_{t+1} = η/η_t, generalised with a power p to α_{t+1}² = (η/η_t)^p, so
 //!   s_t = (η_0/η_t)^{p/2}. p = 1 is ADP-SGD, p = 0 is DP-SGD. For η_t = η/√(a + c·t) (S1) and
 //!   p = 1, s_t = (a + c·t)^{1/4}.
-//! - `AdpAdagrad` (Prop. 5.2; adp_sgd.md §1.2 S5): α_t = (b_0² + t·C)^{1/4}, and step t uses
+//! - `AdpAdagrad` (Prop. 5.2; docs/methods/adp_sgd.md §1.2 S5): α_t = (b_0² + t·C)^{1/4}, and step t uses
 //!   α_{t+1}: s_t = (b_0² + (t+1)·C)^{1/4}.
-//! - `Exponential`: s_t = e^{−k t} (σ_0 = κ; dynamic_noise.md §1.2(f), `exp`).
+//! - `Exponential`: s_t = e^{−k t} (σ_0 = κ; docs/methods/dynamic_noise.md §1.2(f), `exp`).
 //! - `Step`: s_t = factor^⌊t / period⌋ (`step`).
 //! - `TimeDecay`: s_t = 1/(1 + k t) (`time`).
 //! - `Polynomial`: s_t = (1 − r)(1 − min(t, P)/P)^p + r with r = σ_end/σ_0 (`poly`).
-//! - `InfluenceGd` (Hong et al., Thm 4.1 + 4.3; dynamic_noise.md §1.2(c)): σ_t² ∝ γ^{(t−T)/2}
+//! - `InfluenceGd` (Hong et al., Thm 4.1 + 4.3; docs/methods/dynamic_noise.md §1.2(c)): σ_t² ∝ γ^{(t−T)/2}
 //!   in the paper's 1-based t, so s_t = γ^{(t+1−T)/4} (s_{T−1} = 1). Calibrated under
 //!   `zcdp-paper` this is exactly the closed form σ_t² = (γ^{−T/2} − 1)γ^{t/2}/(R(1 − √γ)).
-//! - `InfluenceMomentum` (Thms 4.4-4.6; dynamic_noise.md §1.2(e)): the influence
+//! - `InfluenceMomentum` (Thms 4.4-4.6; docs/methods/dynamic_noise.md §1.2(e)): the influence
 //!   q_t = c_1 γ^{T+t} for t ≤ T̃ and q_t = γ^{2(T̃−1)}(γ^{T+1−t} − β^{2(T+1−t)})/(γ − β²) after,
 //!   with T̃ = max{t : γ^{t−1} ≥ (1−β)/(1−β^t)} and c_1 = 2/(γ(γ − β²)) (paper's 1-based t);
 //!   Lemma 4.1 gives σ_t² ∝ 1/√q_t, so s_t = (q_T/q_t)^{1/4}, computed in logarithms.
@@ -102,7 +102,7 @@ pub enum NoiseShape {
     },
 }
 
-/// T̃ of dynamic_noise.md §1.2(e): the largest (1-based) t with γ^{t−1} ≥ (1−β)/(1−β^t), or 0
+/// T̃ of docs/methods/dynamic_noise.md §1.2(e): the largest (1-based) t with γ^{t−1} ≥ (1−β)/(1−β^t), or 0
 /// when no t qualifies (searched up to `limit`).
 pub fn momentum_phase_end(gamma: f64, beta: f64, limit: u64) -> u64 {
     let mut last = 0;
@@ -122,7 +122,7 @@ pub fn momentum_phase_end(gamma: f64, beta: f64, limit: u64) -> u64 {
     last
 }
 
-/// ln q_t of the momentum influence (1-based t), dynamic_noise.md §1.2(e).
+/// ln q_t of the momentum influence (1-based t), docs/methods/dynamic_noise.md §1.2(e).
 fn ln_momentum_influence(gamma: f64, beta: f64, steps: u64, phase_end: u64, t: u64) -> f64 {
     let (lg, tf, big_t) = (gamma.ln(), t as f64, steps as f64);
     let gb = gamma - beta * beta;
@@ -178,7 +178,7 @@ impl NoiseShape {
     }
 
     /// The momentum influence-optimal shape for a `steps`-step run with γ in (0, 1) and
-    /// β in [0, γ) (dynamic_noise.md §1.2(e); Thm 4.4 needs β < γ).
+    /// β in [0, γ) (docs/methods/dynamic_noise.md §1.2(e); Thm 4.4 needs β < γ).
     pub fn influence_momentum(gamma: f64, beta: f64, steps: u64) -> Self {
         NoiseShape::InfluenceMomentum {
             gamma,

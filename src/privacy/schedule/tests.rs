@@ -15,7 +15,7 @@ fn constant_is_one() {
 
 #[test]
 fn adp_follows_the_learning_rate() {
-    // S1 (adp_sgd.md §1.2): eta_t = 1/sqrt(20 + t), alpha_{t+1} = (20 + t)^{1/4}.
+    // S1 (docs/methods/adp_sgd.md §1.2): eta_t = 1/sqrt(20 + t), alpha_{t+1} = (20 + t)^{1/4}.
     let lr = LrSchedule::InvSqrt {
         learning_rate: 1.0,
         a: 20.0,
@@ -90,13 +90,13 @@ fn influence_gd_is_the_closed_form_shape() {
     };
     close(s.at(0), 1.267_518_637_136_223_4);
     close(s.at(9), 1.0);
-    // sigma_t^2 ratio of consecutive steps is gamma^{1/2} (dynamic_noise.md §1.2(c)).
+    // sigma_t^2 ratio of consecutive steps is gamma^{1/2} (docs/methods/dynamic_noise.md §1.2(c)).
     close((s.at(4) / s.at(3)).powi(2), 0.9f64.sqrt());
 }
 
 #[test]
 fn momentum_phase_end_matches_the_paper_examples() {
-    // dynamic_noise.md §1.2(e): (0.99, 0.9) -> 230; (0.95, 0.9) -> 45; (0.9, 0.5) -> 7.
+    // docs/methods/dynamic_noise.md §1.2(e): (0.99, 0.9) -> 230; (0.95, 0.9) -> 45; (0.9, 0.5) -> 7.
     assert_eq!(momentum_phase_end(0.99, 0.9, 100_000), 230);
     assert_eq!(momentum_phase_end(0.95, 0.9, 100_000), 45);
     assert_eq!(momentum_phase_end(0.9, 0.5, 100_000), 7);

@@ -25,7 +25,7 @@
 //! use dpx::privacy::event::{DpEvent, NeighbouringRelation};
 //!
 //! // Three Gaussian releases with σ = √3 are 1-GDP: exact δ(1) = 0.1269367
-//! // (dp_libraries.md §3 row 18); the PLD gives an upper bound within 1e-6 of it.
+//! // (docs/reference_vectors.md row 18); the PLD gives an upper bound within 1e-6 of it.
 //! let mut acc = PldAccountant::new(
 //!     NeighbouringRelation::AddOrRemoveOne,
 //!     DEFAULT_VALUE_DISCRETIZATION_INTERVAL,
