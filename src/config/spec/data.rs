@@ -1,0 +1,378 @@
+//! `[data]` (room: `config::spec`): the dataset, its source files, synthetic generators,
+//! preprocessing and splits, and their checks.
+
+use super::*;
+
+/// `[data]`: where the examples come from and how they are preprocessed.
+///
+/// Preprocessing order (each step fitted on the training split only): keep `classes` and
+/// relabel → `subsample` → validation split → `scale` → `standardize` → PCA → `max_norm`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DataSpec {
+    pub source: DataSource,
+    /// `data.scale`: divide 8-bit pixel values by 255 (to [0, 1]).
+    pub scale: bool,
+    pub standardize: Standardize,
+    /// `data.max_norm`: rescale all rows by one factor so that the largest row norm equals this.
+    pub max_norm: Option<f64>,
+    /// `data.classes`: keep these labels, relabelled 0, 1, ... in the order given.
+    pub classes: Option<Vec<usize>>,
+    /// `data.subsample`: keep this many training examples (drawn with the data seed stream).
+    pub subsample: Option<usize>,
+    /// `data.validation_fraction`: in [0, 1); held out of the training set for evaluation.
+    pub validation_fraction: f64,
+    /// `data.pca_components`: PCA fitted on the training data (not private; outputs say so).
+    pub pca_components: Option<usize>,
+}
+
+/// Where the examples come from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DataSource {
+    /// MNIST, Fashion-MNIST, CIFAR-10 or a9a in their published file layout. `dir: None` is the
+    /// data room's default location (`$DPX_DATA_DIR/<name>` or `data/<name>`).
+    Standard {
+        dataset: DatasetName,
+        dir: Option<PathBuf>,
+    },
+    /// A LIBSVM text file.
+    Libsvm { path: PathBuf, test: TestSet },
+    /// A CSV file of numbers: one label column, the other columns features.
+    Csv {
+        path: PathBuf,
+        test: TestSet,
+        /// 0-based index of the label column.
+        label_column: usize,
+        /// Whether the first line is a header to skip.
+        header: bool,
+    },
+    /// Generated from `seed` (the same data for every run seed).
+    Synthetic(SyntheticSpec),
+}
+
+impl DataSource {
+    /// The `data.dataset` name.
+    pub fn dataset(&self) -> DatasetName {
+        match self {
+            DataSource::Standard { dataset, .. } => *dataset,
+            DataSource::Libsvm { .. } => DatasetName::Libsvm,
+            DataSource::Csv { .. } => DatasetName::Csv,
+            DataSource::Synthetic(s) => s.dataset(),
+        }
+    }
+}
+
+/// The test set of a generic file dataset.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TestSet {
+    /// `data.test_path`.
+    File(PathBuf),
+    /// `data.test_fraction` of the file held out (with the data seed stream).
+    Fraction(f64),
+}
+
+/// `[data.synthetic]`, per generator.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SyntheticSpec {
+    /// k classes, class means at the vertices of a regular simplex with edge `separation`,
+    /// identity covariance, balanced classes.
+    GaussianMixture {
+        n_train: usize,
+        n_test: usize,
+        n_features: usize,
+        n_classes: usize,
+        separation: f64,
+        seed: u64,
+    },
+    /// Two linearly separable clusters in the hypercube at Euclidean distance `separation`
+    /// (dynamic-noise paper, §5: D = 100, distance 10, N = 1000).
+    TwoCluster {
+        n_train: usize,
+        n_test: usize,
+        n_features: usize,
+        separation: f64,
+        seed: u64,
+    },
+    /// u ~ U[0,1]^d, w ~ N(0, I), label sign(u·w) (accelerated-methods paper, §5: n = 1e5, d = 20).
+    LogisticSynthetic {
+        n_train: usize,
+        n_test: usize,
+        n_features: usize,
+        seed: u64,
+    },
+}
+
+impl SyntheticSpec {
+    /// The `data.dataset` name.
+    pub fn dataset(&self) -> DatasetName {
+        match self {
+            SyntheticSpec::GaussianMixture { .. } => DatasetName::GaussianMixture,
+            SyntheticSpec::TwoCluster { .. } => DatasetName::TwoCluster,
+            SyntheticSpec::LogisticSynthetic { .. } => DatasetName::LogisticSynthetic,
+        }
+    }
+}
+
+impl Checker<'_> {
+    pub(super) fn data(&self, d: &RawData) -> R<DataSpec> {
+        let dataset = d.dataset.ok_or_else(|| {
+            self.missing(
+                "data.dataset",
+                "name a dataset (e.g. \"mnist\" or \"gaussian_mixture\")",
+            )
+        })?;
+        let name = dataset.name();
+        let only_for = |what: &'static str| {
+            move || format!("only used with {what}; data.dataset is \"{name}\"")
+        };
+        if !dataset.is_generic_file() {
+            self.absent("data.test_path", &d.test_path, only_for("libsvm and csv"))?;
+            self.absent(
+                "data.test_fraction",
+                &d.test_fraction,
+                only_for("libsvm and csv"),
+            )?;
+        }
+        if dataset != DatasetName::Csv {
+            self.absent("data.label_column", &d.label_column, only_for("csv"))?;
+            self.absent("data.header", &d.header, only_for("csv"))?;
+        }
+        if !dataset.is_synthetic() {
+            self.absent(
+                "data.synthetic",
+                &d.synthetic,
+                only_for("the synthetic datasets"),
+            )?;
+        }
+        let nonempty_path = |key: &str, p: &String| -> R<PathBuf> {
+            if p.trim().is_empty() {
+                Err(self.range(key, "a non-empty path", format!("{p:?}")))
+            } else {
+                Ok(PathBuf::from(p))
+            }
+        };
+        let test_set = || -> R<TestSet> {
+            self.at_most_one(
+                "data.test_path",
+                &d.test_path,
+                "data.test_fraction",
+                &d.test_fraction,
+            )?;
+            match (&d.test_path, d.test_fraction) {
+                (Some(p), _) => Ok(TestSet::File(nonempty_path("data.test_path", p)?)),
+                (None, f) => Ok(TestSet::Fraction(self.float(
+                    "data.test_fraction",
+                    f.unwrap_or(0.2),
+                    "a fraction in (0, 1)",
+                    |x| x > 0.0 && x < 1.0,
+                )?)),
+            }
+        };
+        let required_path = || -> R<PathBuf> {
+            let p = d.path.as_ref().ok_or_else(|| {
+                self.missing("data.path", "libsvm and csv datasets need the file's path")
+            })?;
+            nonempty_path("data.path", p)
+        };
+        let source = match dataset {
+            DatasetName::Mnist
+            | DatasetName::FashionMnist
+            | DatasetName::Cifar10
+            | DatasetName::A9a => DataSource::Standard {
+                dataset,
+                dir: d
+                    .path
+                    .as_ref()
+                    .map(|p| nonempty_path("data.path", p))
+                    .transpose()?,
+            },
+            DatasetName::Libsvm => DataSource::Libsvm {
+                path: required_path()?,
+                test: test_set()?,
+            },
+            DatasetName::Csv => DataSource::Csv {
+                path: required_path()?,
+                test: test_set()?,
+                label_column: self.size(
+                    "data.label_column",
+                    d.label_column.unwrap_or(0),
+                    0,
+                    1_000_000,
+                )?,
+                header: d.header.unwrap_or(false),
+            },
+            DatasetName::GaussianMixture => {
+                self.absent("data.path", &d.path, only_for("file datasets"))?;
+                DataSource::Synthetic(
+                    self.synthetic(Generator::GaussianMixture, d.synthetic.as_ref())?,
+                )
+            }
+            DatasetName::TwoCluster => {
+                self.absent("data.path", &d.path, only_for("file datasets"))?;
+                DataSource::Synthetic(self.synthetic(Generator::TwoCluster, d.synthetic.as_ref())?)
+            }
+            DatasetName::LogisticSynthetic => {
+                self.absent("data.path", &d.path, only_for("file datasets"))?;
+                DataSource::Synthetic(
+                    self.synthetic(Generator::LogisticSynthetic, d.synthetic.as_ref())?,
+                )
+            }
+        };
+        let standardize = d.standardize.unwrap_or(Standardize::None);
+        if standardize == Standardize::PerChannel && !dataset.is_image() {
+            return Err(self.not_applicable(
+                "data.standardize",
+                format!("\"per_channel\" needs an image dataset; data.dataset is \"{name}\""),
+            ));
+        }
+        let max_norm = d
+            .max_norm
+            .map(|m| self.positive("data.max_norm", m))
+            .transpose()?;
+        let classes = match &d.classes {
+            None => None,
+            Some(list) => {
+                if list.len() < 2 {
+                    return Err(self.range(
+                        "data.classes",
+                        "at least two class labels",
+                        format!("{} label(s)", list.len()),
+                    ));
+                }
+                let mut seen = BTreeSet::new();
+                let mut out = Vec::with_capacity(list.len());
+                for &c in list {
+                    let c = self.size("data.classes", c, 0, MAX_WIDTH)?;
+                    if !seen.insert(c) {
+                        return Err(self.range(
+                            "data.classes",
+                            "distinct class labels",
+                            format!("{c} twice"),
+                        ));
+                    }
+                    out.push(c);
+                }
+                Some(out)
+            }
+        };
+        let subsample = d
+            .subsample
+            .map(|s| self.size("data.subsample", s, 1, 1_000_000_000))
+            .transpose()?;
+        let validation_fraction = self.float(
+            "data.validation_fraction",
+            d.validation_fraction.unwrap_or(0.0),
+            "a fraction in [0, 1)",
+            |x| (0.0..1.0).contains(&x),
+        )?;
+        let pca_components = d
+            .pca_components
+            .map(|k| self.size("data.pca_components", k, 1, MAX_WIDTH))
+            .transpose()?;
+        Ok(DataSpec {
+            source,
+            scale: d.scale.unwrap_or(dataset.is_image()),
+            standardize,
+            max_norm,
+            classes,
+            subsample,
+            validation_fraction,
+            pca_components,
+        })
+    }
+
+    pub(super) fn synthetic(
+        &self,
+        generator: Generator,
+        s: Option<&RawSynthetic>,
+    ) -> R<SyntheticSpec> {
+        let empty = RawSynthetic::default();
+        let s = s.unwrap_or(&empty);
+        // Defaults per generator: the papers' sizes where the generator comes from a paper
+        // (dynamic-noise §5: N = 1000, D = 100; accelerated methods §5: n = 1e5, d = 20).
+        let (name, n_train, n_test, n_features) = match generator {
+            Generator::GaussianMixture => ("gaussian_mixture", 10_000, 2_000, 20),
+            Generator::TwoCluster => ("two_cluster", 1000, 1000, 100),
+            Generator::LogisticSynthetic => ("logistic_synthetic", 100_000, 10_000, 20),
+        };
+        let n_train = self.size(
+            "data.synthetic.n_train",
+            s.n_train.unwrap_or(n_train),
+            1,
+            MAX_SYNTHETIC_EXAMPLES,
+        )?;
+        let n_test = self.size(
+            "data.synthetic.n_test",
+            s.n_test.unwrap_or(n_test),
+            1,
+            MAX_SYNTHETIC_EXAMPLES,
+        )?;
+        let n_features = self.size(
+            "data.synthetic.n_features",
+            s.n_features.unwrap_or(n_features),
+            1,
+            MAX_WIDTH,
+        )?;
+        if (n_train + n_test).saturating_mul(n_features) > MAX_SYNTHETIC_CELLS {
+            return Err(self.range(
+                "data.synthetic.n_features",
+                &format!("(n_train + n_test) × n_features ≤ {MAX_SYNTHETIC_CELLS}"),
+                format!("({n_train} + {n_test}) × {n_features}"),
+            ));
+        }
+        let seed = self.int("data.synthetic.seed", s.seed.unwrap_or(0), 0, i64::MAX)?;
+        let separation = |default: f64| {
+            self.positive("data.synthetic.separation", s.separation.unwrap_or(default))
+        };
+        Ok(match generator {
+            Generator::GaussianMixture => {
+                let n_classes = self.size(
+                    "data.synthetic.n_classes",
+                    s.n_classes.unwrap_or(2),
+                    2,
+                    1000,
+                )?;
+                if n_features + 1 < n_classes {
+                    return Err(self.range(
+                        "data.synthetic.n_classes",
+                        "at most n_features + 1 classes (the means form a regular simplex)",
+                        n_classes.to_string(),
+                    ));
+                }
+                SyntheticSpec::GaussianMixture {
+                    n_train,
+                    n_test,
+                    n_features,
+                    n_classes,
+                    separation: separation(4.0)?,
+                    seed,
+                }
+            }
+            Generator::TwoCluster => {
+                self.absent("data.synthetic.n_classes", &s.n_classes, || {
+                    format!("\"{name}\" always has two classes")
+                })?;
+                SyntheticSpec::TwoCluster {
+                    n_train,
+                    n_test,
+                    n_features,
+                    separation: separation(10.0)?,
+                    seed,
+                }
+            }
+            Generator::LogisticSynthetic => {
+                self.absent("data.synthetic.n_classes", &s.n_classes, || {
+                    format!("\"{name}\" always has two classes")
+                })?;
+                self.absent("data.synthetic.separation", &s.separation, || {
+                    format!("\"{name}\" has no separation parameter")
+                })?;
+                SyntheticSpec::LogisticSynthetic {
+                    n_train,
+                    n_test,
+                    n_features,
+                    seed,
+                }
+            }
+        })
+    }
+}

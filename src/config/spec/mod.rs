@@ -1,0 +1,404 @@
+//! Config room: the validated experiment spec, and `validate`, the only place values are checked.
+//!
+//! Owns every range check, default and combination rule of the experiment file (δ in (0, 1),
+//! ε > 0, exactly one of `noise.noise_multiplier` and `privacy.epsilon`, keys that do not apply
+//! to the chosen kind, ...). An [`ExperimentSpec`] is plain data: once built it is known valid,
+//! so the rooms that consume it (data, model, train, privacy) never re-check its values; they
+//! only build runtime objects from it. The checks that need the loaded data (a batch larger than
+//! the dataset) are [`ExperimentSpec::check_against_data`]. Must not load data, build models or
+//! run accountants.
+//!
+//! # Files
+//!
+//! One file per TOML section, each with its section's types and its checks: `data.rs`,
+//! `model.rs`, `train.rs`, `clip.rs`, `noise.rs`, `privacy.rs`, `accelerated.rs`. This file holds
+//! the top level ([`ExperimentSpec`], `[experiment]`, `[output]`), the `Checker` helpers every
+//! section uses, and the **cross-section rules** in one place: [`validate`] (which sections
+//! apply together, e.g. PCA against a CNN, `[accelerated]` against `[privacy]`) and
+//! [`ExperimentSpec::check_against_data`] (rules that need the loaded data).
+
+mod accelerated;
+mod clip;
+mod data;
+mod model;
+mod noise;
+mod privacy;
+mod train;
+
+pub use accelerated::*;
+pub use clip::*;
+pub use data::*;
+pub use model::*;
+pub use noise::*;
+pub use privacy::*;
+pub use train::*;
+
+use super::error::{ConfigError, Location};
+use super::kinds::{
+    AcceleratedMethodKind, BoundConstantsKind, L1SensitivityKind, LaplaceParameterKind,
+};
+use super::kinds::{
+    Activation, AdaclipInitialStd, AdaclipVarianceScale, Architecture, ClipPolicyKind, DatasetName,
+    LayerKind, LayerSplitKind, LrScheduleKind, NoiseScheduleKind, NormSource, OptimizerKind,
+    SamplerKind, Standardize,
+};
+use super::raw::{RawAccelerated, RawNumberOrWord};
+use super::raw::{
+    RawConfig, RawData, RawLayer, RawLrSchedule, RawModel, RawNoise, RawPrivacy, RawSeeds,
+    RawSynthetic, RawThreads, RawTrain,
+};
+use crate::privacy::accountant::AccountantKind;
+use crate::privacy::event::NeighbouringRelation;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+/// Upper bound on layer widths, channel counts and hidden sizes: a sane limit so that a typo
+/// cannot make the model room allocate terabytes.
+pub const MAX_WIDTH: usize = 65_536;
+/// Upper bound on the number of seeds of one experiment.
+pub const MAX_SEEDS: usize = 100_000;
+/// Upper bound on the number of examples of a generated dataset (train or test).
+pub const MAX_SYNTHETIC_EXAMPLES: usize = 10_000_000;
+/// Upper bound on n × d of a generated dataset (4 GiB of f32).
+pub const MAX_SYNTHETIC_CELLS: usize = 1 << 30;
+/// Upper bound on the steps of one run (`train.steps`, or ⌈epochs · n / batch⌉): the plan holds
+/// a few numbers per step (σ_t, s_t: 16 bytes), so 10^8 steps cost 1.6 GB before training.
+pub const MAX_STEPS: u64 = 100_000_000;
+
+/// A validated experiment: everything `dpx run` needs, every default filled in.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExperimentSpec {
+    /// The file the spec was read from (for error messages; not part of the experiment).
+    pub source: PathBuf,
+    /// `experiment.name`: letters, digits, `.`, `_`, `-`; names the output directory.
+    pub name: String,
+    /// `experiment.description` (may be empty).
+    pub description: String,
+    /// `experiment.seeds`: non-empty, distinct, in the order given.
+    pub seeds: Vec<u64>,
+    pub data: DataSpec,
+    pub model: ModelSpec,
+    pub train: TrainSpec,
+    pub clip: ClipSpec,
+    /// `None` when `privacy.enabled = false` (a non-private baseline).
+    pub privacy: Option<PrivacySpec>,
+    pub output: OutputSpec,
+    /// `[accelerated]`: the accelerated DP methods (then `privacy` is `None`: the budget is
+    /// `accelerated.epsilon`, pure ε-DP with the Laplace mechanism).
+    pub accelerated: Option<AcceleratedSpec>,
+}
+
+/// `[output]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutputSpec {
+    /// `output.dir` (default `results/<experiment.name>`).
+    pub dir: PathBuf,
+}
+
+impl ExperimentSpec {
+    /// The number of steps the run plans: `train.steps`, or ⌈epochs · n_train / batch⌉ where
+    /// batch is the (expected) batch size. Saturates at `u64::MAX`.
+    pub fn planned_steps(&self, n_train: usize) -> u64 {
+        match self.train.length {
+            TrainLength::Steps(s) => s,
+            TrainLength::Epochs(e) => {
+                let b = self.train.sampler.batch_size().max(1) as u128;
+                let total = (e as u128) * (n_train as u128);
+                u64::try_from(total.div_ceil(b)).unwrap_or(u64::MAX)
+            }
+        }
+    }
+
+    /// A period in steps: `Every::Steps(s)` is s; `Every::Epochs(e)` is ⌈e · n_train / batch⌉
+    /// (at least 1), the same rounding as [`planned_steps`](Self::planned_steps), so evaluation
+    /// rows, learning-rate decay and `dpx account --config`'s per-epoch report agree.
+    pub fn period_in_steps(&self, every: Every, n_train: usize) -> u64 {
+        match every {
+            Every::Steps(s) => s,
+            Every::Epochs(e) => {
+                let b = self.train.sampler.batch_size().max(1) as u128;
+                let total = (e as u128) * (n_train as u128);
+                u64::try_from(total.div_ceil(b)).unwrap_or(u64::MAX).max(1)
+            }
+        }
+    }
+
+    /// Poisson sample rate q = expected_batch_size / n_train (the batch fraction for the other
+    /// samplers). `n_train` must be positive (see [`check_against_data`](Self::check_against_data)).
+    pub fn sample_rate(&self, n_train: usize) -> f64 {
+        self.train.sampler.batch_size() as f64 / n_train.max(1) as f64
+    }
+
+    /// The checks that need the loaded data: `n_train` examples in the training split actually
+    /// used (after preprocessing and the validation split), `n_features` features per example
+    /// as the model sees them.
+    pub fn check_against_data(&self, n_train: usize, n_features: usize) -> Result<(), ConfigError> {
+        let at = Location::file(&self.source);
+        if n_train == 0 {
+            return Err(ConfigError::DataMismatch {
+                at,
+                key: "data.dataset".into(),
+                reason: "the training set is empty".into(),
+            });
+        }
+        let batch = self.train.sampler.batch_size();
+        if batch > n_train {
+            return Err(ConfigError::DataMismatch {
+                at,
+                key: self.train.sampler.batch_key().into(),
+                reason: format!(
+                    "the batch size {batch} is larger than the {n_train} training examples"
+                ),
+            });
+        }
+        if let TrainLength::Epochs(e) = self.train.length {
+            let steps = self.planned_steps(n_train);
+            if steps > MAX_STEPS {
+                return Err(ConfigError::DataMismatch {
+                    at,
+                    key: "train.epochs".into(),
+                    reason: format!(
+                        "{e} epochs of {n_train} examples in batches of {batch} are {steps} steps, \
+                         more than the limit of {MAX_STEPS} steps per run"
+                    ),
+                });
+            }
+        }
+        let needed = match self.model.architecture {
+            ModelArchitecture::MnistCnn => Some((784, "1×28×28")),
+            ModelArchitecture::CifarCnn => Some((3072, "3×32×32")),
+            ModelArchitecture::Logistic
+            | ModelArchitecture::Mlp { .. }
+            | ModelArchitecture::Cnn { .. } => None,
+        };
+        if let Some((d, shape)) = needed.filter(|&(d, _)| d != n_features) {
+            return Err(ConfigError::DataMismatch {
+                at,
+                key: "model.architecture".into(),
+                reason: format!(
+                    "{} needs {shape} inputs ({d} features), the data has {n_features}",
+                    self.model.architecture.kind().name()
+                ),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Check `raw` (read from `source`) and build the spec; the first problem found is returned.
+pub fn validate(raw: &RawConfig, source: &Path) -> Result<ExperimentSpec, ConfigError> {
+    let v = Checker { file: source };
+    let (name, description, seeds) = v.experiment(raw)?;
+    let accelerated = match &raw.accelerated {
+        Some(a) => Some(v.accelerated(raw, a)?),
+        None => None,
+    };
+    let privacy_enabled = accelerated.is_none() && raw.privacy.enabled.unwrap_or(true);
+    let data = v.data(&raw.data)?;
+    let model = v.model(&raw.model)?;
+    if data.pca_components.is_some()
+        && matches!(
+            model.architecture,
+            ModelArchitecture::Cnn { .. }
+                | ModelArchitecture::MnistCnn
+                | ModelArchitecture::CifarCnn
+        )
+    {
+        return Err(v.conflict(
+            "data.pca_components",
+            "model.architecture",
+            "PCA turns images into plain vectors; a CNN needs images",
+        ));
+    }
+    let train = match (&accelerated, raw.train.learning_rate) {
+        // The accelerated methods take α = c/L; `train.learning_rate` is not used (1 if absent).
+        (Some(_), None) => v.train(&RawTrain {
+            learning_rate: Some(1.0),
+            ..raw.train.clone()
+        })?,
+        _ => v.train(&raw.train)?,
+    };
+    let clip = v.clip(raw, privacy_enabled)?;
+    let privacy = v.privacy(raw, privacy_enabled)?;
+    let dir = match &raw.output.dir {
+        Some(d) if d.trim().is_empty() => {
+            return Err(v.range("output.dir", "a non-empty path", format!("{d:?}")));
+        }
+        Some(d) => PathBuf::from(d),
+        None => Path::new("results").join(&name),
+    };
+    Ok(ExperimentSpec {
+        source: source.to_path_buf(),
+        name,
+        description,
+        seeds,
+        data,
+        model,
+        train,
+        clip,
+        privacy,
+        output: OutputSpec { dir },
+        accelerated,
+    })
+}
+
+/// The synthetic generators (the synthetic subset of [`DatasetName`]).
+#[derive(Clone, Copy)]
+enum Generator {
+    GaussianMixture,
+    TwoCluster,
+    LogisticSynthetic,
+}
+
+/// The validation helpers, all carrying the file for error locations.
+struct Checker<'a> {
+    file: &'a Path,
+}
+
+type R<T> = Result<T, ConfigError>;
+
+impl Checker<'_> {
+    fn at(&self) -> Location {
+        Location::file(self.file)
+    }
+
+    fn range(&self, key: &str, expected: &str, found: String) -> ConfigError {
+        ConfigError::OutOfRange {
+            at: self.at(),
+            key: key.into(),
+            expected: expected.into(),
+            found,
+        }
+    }
+
+    fn missing(&self, key: &str, reason: &'static str) -> ConfigError {
+        ConfigError::Missing {
+            at: self.at(),
+            key: key.into(),
+            reason,
+        }
+    }
+
+    fn conflict(&self, key: &str, other: &str, reason: &str) -> ConfigError {
+        ConfigError::Conflict {
+            at: self.at(),
+            key: key.into(),
+            other: other.into(),
+            reason: reason.into(),
+        }
+    }
+
+    fn not_applicable(&self, key: &str, reason: String) -> ConfigError {
+        ConfigError::NotApplicable {
+            at: self.at(),
+            key: key.into(),
+            reason,
+        }
+    }
+
+    /// Reject `value` when it is set: the key has no meaning here.
+    fn absent<T>(&self, key: &str, value: &Option<T>, why: impl FnOnce() -> String) -> R<()> {
+        match value {
+            Some(_) => Err(self.not_applicable(key, why())),
+            None => Ok(()),
+        }
+    }
+
+    /// A finite float satisfying `ok`; `expected` describes the allowed range.
+    fn float(&self, key: &str, v: f64, expected: &str, ok: impl Fn(f64) -> bool) -> R<f64> {
+        if v.is_finite() && ok(v) {
+            Ok(v)
+        } else {
+            Err(self.range(key, expected, format!("{v:?}")))
+        }
+    }
+
+    fn positive(&self, key: &str, v: f64) -> R<f64> {
+        self.float(key, v, "a finite number > 0", |x| x > 0.0)
+    }
+
+    /// An integer in `lo..=hi`.
+    fn int(&self, key: &str, v: i64, lo: i64, hi: i64) -> R<u64> {
+        if (lo..=hi).contains(&v) {
+            // lo >= 0 at every call site, so the conversion cannot fail.
+            u64::try_from(v).map_err(|_| self.range(key, "a non-negative integer", v.to_string()))
+        } else if hi == i64::MAX {
+            Err(self.range(key, &format!("an integer ≥ {lo}"), v.to_string()))
+        } else {
+            Err(self.range(key, &format!("an integer in {lo}..={hi}"), v.to_string()))
+        }
+    }
+
+    fn size(&self, key: &str, v: i64, lo: usize, hi: usize) -> R<usize> {
+        let n = self.int(key, v, lo as i64, hi as i64)?;
+        usize::try_from(n).map_err(|_| self.range(key, "a smaller integer", v.to_string()))
+    }
+
+    /// At most one of two keys: both set is a `Conflict` (the caller decides about neither).
+    fn at_most_one<A, B>(&self, ka: &str, a: &Option<A>, kb: &str, b: &Option<B>) -> R<()> {
+        if a.is_some() && b.is_some() {
+            Err(self.conflict(kb, ka, &format!("give either `{ka}` or `{kb}`, not both")))
+        } else {
+            Ok(())
+        }
+    }
+
+    fn experiment(&self, raw: &RawConfig) -> R<(String, String, Vec<u64>)> {
+        let e = &raw.experiment;
+        let name = e
+            .name
+            .clone()
+            .ok_or_else(|| self.missing("experiment.name", "every experiment needs a name"))?;
+        let name_ok = !name.is_empty()
+            && name.chars().count() <= 100
+            && !name.starts_with('.')
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+        if !name_ok {
+            return Err(self.range(
+                "experiment.name",
+                "1 to 100 letters, digits, `.`, `_` or `-`, not starting with `.`",
+                format!("{name:?}"),
+            ));
+        }
+        let seeds = match &e.seeds {
+            None => vec![0],
+            Some(RawSeeds::Count(n)) => {
+                let n = self.int("experiment.seeds", *n, 1, MAX_SEEDS as i64)?;
+                (0..n).collect()
+            }
+            Some(RawSeeds::List(list)) => {
+                if list.is_empty() {
+                    return Err(self.range(
+                        "experiment.seeds",
+                        "at least one seed",
+                        "an empty list".into(),
+                    ));
+                }
+                if list.len() > MAX_SEEDS {
+                    return Err(self.range(
+                        "experiment.seeds",
+                        &format!("at most {MAX_SEEDS} seeds"),
+                        format!("{} seeds", list.len()),
+                    ));
+                }
+                let mut seen = BTreeSet::new();
+                let mut seeds = Vec::with_capacity(list.len());
+                for &s in list {
+                    let s = self.int("experiment.seeds", s, 0, i64::MAX)?;
+                    if !seen.insert(s) {
+                        return Err(self.range(
+                            "experiment.seeds",
+                            "distinct seeds",
+                            format!("{s} twice"),
+                        ));
+                    }
+                    seeds.push(s);
+                }
+                seeds
+            }
+        };
+        Ok((name, e.description.clone().unwrap_or_default(), seeds))
+    }
+}

@@ -1,0 +1,250 @@
+//! `[noise]` (room: `config::spec`): the noise-multiplier schedule, and its checks.
+
+use super::*;
+
+/// `[noise]` schedule: σ_t = κ·s_t with s_t the shape and κ given or calibrated (the formulas
+/// are in `privacy::schedule`; T is the planned number of steps).
+#[derive(Debug, Clone, PartialEq)]
+pub enum NoiseSchedule {
+    /// s_t = 1: σ_t = κ at every step.
+    Constant,
+    /// ADP-SGD (docs/methods/adp_sgd.md §1.1): α_{t+1}² = (η_0/η_t)^p, s_t = α_{t+1}. `power` p in [0, 4].
+    Adp { power: f64 },
+    /// ADP-SGD with AdaGrad-norm (docs/methods/adp_sgd.md §1.2 S5): s_t = (b_0² + (t+1)·C)^{1/4}.
+    AdpAdagrad { b0_sq: f64, c_alpha: f64 },
+    /// s_t = e^{−decay·t}.
+    Exponential { decay: f64 },
+    /// s_t = factor^⌊t / P⌋.
+    Step { factor: f64, every: Every },
+    /// s_t = 1/(1 + decay·t).
+    TimeDecay { decay: f64 },
+    /// s_t = (1 − end_ratio)(1 − min(t, P)/P)^power + end_ratio.
+    Polynomial {
+        end_ratio: f64,
+        power: f64,
+        every: Every,
+    },
+    /// Influence-optimal for GD under PL (docs/methods/dynamic_noise.md §1.2(c)): s_t = γ^{(t+1−T)/4}.
+    InfluenceGd { gamma: f64 },
+    /// Influence-optimal for momentum (docs/methods/dynamic_noise.md §1.2(e)), β < γ.
+    InfluenceMomentum { gamma: f64, beta: f64 },
+    /// Per-step values from `noise.path` or `noise.values` (σ_t = κ·value_t).
+    File {
+        path: Option<PathBuf>,
+        values: std::sync::Arc<[f64]>,
+    },
+}
+
+impl NoiseSchedule {
+    /// The kind of schedule.
+    pub fn kind(&self) -> NoiseScheduleKind {
+        match self {
+            NoiseSchedule::Constant => NoiseScheduleKind::Constant,
+            NoiseSchedule::Adp { .. } => NoiseScheduleKind::Adp,
+            NoiseSchedule::AdpAdagrad { .. } => NoiseScheduleKind::AdpAdagrad,
+            NoiseSchedule::Exponential { .. } => NoiseScheduleKind::Exponential,
+            NoiseSchedule::Step { .. } => NoiseScheduleKind::Step,
+            NoiseSchedule::TimeDecay { .. } => NoiseScheduleKind::TimeDecay,
+            NoiseSchedule::Polynomial { .. } => NoiseScheduleKind::Polynomial,
+            NoiseSchedule::InfluenceGd { .. } => NoiseScheduleKind::InfluenceGd,
+            NoiseSchedule::InfluenceMomentum { .. } => NoiseScheduleKind::InfluenceMomentum,
+            NoiseSchedule::File { .. } => NoiseScheduleKind::File,
+        }
+    }
+}
+
+impl Checker<'_> {
+    pub(super) fn noise_schedule(&self, n: &RawNoise) -> R<NoiseSchedule> {
+        use NoiseScheduleKind as K;
+        let kind = n.schedule.unwrap_or(K::Constant);
+        let why = || format!("not a parameter of the \"{}\" noise schedule", kind.name());
+        let uses = |keys: &[K]| keys.contains(&kind);
+        if !uses(&[K::Adp, K::Polynomial]) {
+            self.absent("noise.power", &n.power, why)?;
+        }
+        if !uses(&[K::AdpAdagrad]) {
+            self.absent("noise.b0_sq", &n.b0_sq, why)?;
+            self.absent("noise.c_alpha", &n.c_alpha, why)?;
+        }
+        if !uses(&[K::Exponential, K::TimeDecay]) {
+            self.absent("noise.decay", &n.decay, why)?;
+        }
+        if !uses(&[K::Step]) {
+            self.absent("noise.factor", &n.factor, why)?;
+        }
+        if !uses(&[K::Step, K::Polynomial]) {
+            self.absent("noise.every_epochs", &n.every_epochs, why)?;
+            self.absent("noise.every_steps", &n.every_steps, why)?;
+        }
+        if !uses(&[K::Polynomial]) {
+            self.absent("noise.end_ratio", &n.end_ratio, why)?;
+        }
+        if !uses(&[K::InfluenceGd, K::InfluenceMomentum]) {
+            self.absent("noise.gamma", &n.gamma, why)?;
+        }
+        if !uses(&[K::InfluenceMomentum]) {
+            self.absent("noise.beta", &n.beta, why)?;
+        }
+        if !uses(&[K::File]) {
+            self.absent("noise.path", &n.path, why)?;
+            self.absent("noise.values", &n.values, why)?;
+        }
+        let need = |key: &str, v: Option<f64>, reason: &'static str| -> R<f64> {
+            v.ok_or_else(|| self.missing(key, reason))
+        };
+        let period = || -> R<Every> {
+            self.every(
+                "noise.every_epochs",
+                n.every_epochs,
+                "noise.every_steps",
+                n.every_steps,
+            )?
+            .ok_or_else(|| {
+                self.missing(
+                    "noise.every_epochs",
+                    "give the period as `noise.every_epochs` or `noise.every_steps`",
+                )
+            })
+        };
+        let gamma = || -> R<f64> {
+            let g = need(
+                "noise.gamma",
+                n.gamma,
+                "the influence-optimal schedules need γ = 1 − µ/M in (0, 1)",
+            )?;
+            self.float("noise.gamma", g, "a number in (0, 1)", |x| {
+                x > 0.0 && x < 1.0
+            })
+        };
+        Ok(match kind {
+            K::Constant => NoiseSchedule::Constant,
+            K::Adp => NoiseSchedule::Adp {
+                power: self.float(
+                    "noise.power",
+                    n.power.unwrap_or(1.0),
+                    "a number in [0, 4]",
+                    |x| (0.0..=4.0).contains(&x),
+                )?,
+            },
+            K::AdpAdagrad => NoiseSchedule::AdpAdagrad {
+                b0_sq: self.positive(
+                    "noise.b0_sq",
+                    need(
+                        "noise.b0_sq",
+                        n.b0_sq,
+                        "α_t = (b_0² + t·C)^{1/4} needs b_0² > 0",
+                    )?,
+                )?,
+                c_alpha: self.positive(
+                    "noise.c_alpha",
+                    need(
+                        "noise.c_alpha",
+                        n.c_alpha,
+                        "α_t = (b_0² + t·C)^{1/4} needs C > 0",
+                    )?,
+                )?,
+            },
+            K::Exponential | K::TimeDecay => {
+                let decay = need("noise.decay", n.decay, "the decay rate k ≥ 0")?;
+                let decay =
+                    self.float("noise.decay", decay, "a finite number ≥ 0", |x| x >= 0.0)?;
+                if kind == K::Exponential {
+                    NoiseSchedule::Exponential { decay }
+                } else {
+                    NoiseSchedule::TimeDecay { decay }
+                }
+            }
+            K::Step => {
+                let factor = need("noise.factor", n.factor, "the factor per period, in (0, 1]")?;
+                NoiseSchedule::Step {
+                    factor: self.float("noise.factor", factor, "a number in (0, 1]", |x| {
+                        x > 0.0 && x <= 1.0
+                    })?,
+                    every: period()?,
+                }
+            }
+            K::Polynomial => {
+                let end_ratio = need(
+                    "noise.end_ratio",
+                    n.end_ratio,
+                    "σ_end/σ_0, the final fraction of the noise multiplier, in (0, 1]",
+                )?;
+                NoiseSchedule::Polynomial {
+                    end_ratio: self.float(
+                        "noise.end_ratio",
+                        end_ratio,
+                        "a number in (0, 1]",
+                        |x| x > 0.0 && x <= 1.0,
+                    )?,
+                    power: self.float(
+                        "noise.power",
+                        n.power.unwrap_or(3.0),
+                        "a finite number ≥ 0",
+                        |x| x >= 0.0,
+                    )?,
+                    every: period()?,
+                }
+            }
+            K::InfluenceGd => NoiseSchedule::InfluenceGd { gamma: gamma()? },
+            K::InfluenceMomentum => {
+                let gamma = gamma()?;
+                let beta = need("noise.beta", n.beta, "the momentum β in [0, γ)")?;
+                let beta = self.float("noise.beta", beta, "a number in [0, noise.gamma)", |x| {
+                    (0.0..gamma).contains(&x)
+                })?;
+                NoiseSchedule::InfluenceMomentum { gamma, beta }
+            }
+            K::File => {
+                self.at_most_one("noise.path", &n.path, "noise.values", &n.values)?;
+                let (path, values) = match (&n.path, &n.values) {
+                    (Some(p), _) => {
+                        let path = PathBuf::from(p);
+                        let text = crate::text_file::read_text_capped(
+                            &path,
+                            crate::text_file::MAX_SCHEDULE_BYTES,
+                            "a noise schedule file",
+                        )
+                        .map_err(|e| {
+                            self.range(
+                                "noise.path",
+                                "a readable file of per-step noise multipliers",
+                                e.to_string(),
+                            )
+                        })?;
+                        let values = crate::privacy::schedule::parse_values(&text).map_err(|e| {
+                            self.range(
+                                "noise.path",
+                                "one noise multiplier > 0 per line (or a `noise_multiplier` CSV column)",
+                                format!("{p}: {e}"),
+                            )
+                        })?;
+                        (Some(path), values)
+                    }
+                    (None, Some(v)) => {
+                        for &x in v {
+                            self.positive("noise.values", x)?;
+                        }
+                        (None, v.clone())
+                    }
+                    (None, None) => {
+                        return Err(self.missing(
+                            "noise.path",
+                            "the file schedule needs `noise.path` or `noise.values`",
+                        ));
+                    }
+                };
+                if values.is_empty() {
+                    return Err(self.range(
+                        "noise.values",
+                        "at least one noise multiplier",
+                        "none".into(),
+                    ));
+                }
+                NoiseSchedule::File {
+                    path,
+                    values: values.into(),
+                }
+            }
+        })
+    }
+}
