@@ -570,3 +570,74 @@ delta = 1e-5
         std::fs::read(elsewhere.join("again/metrics.csv")).unwrap()
     );
 }
+
+/// An `--overwrite` run that does not finish (here: Ctrl-C) puts the previous results back; one
+/// that finishes replaces them and leaves nothing set aside.
+#[cfg(unix)]
+#[test]
+fn an_unfinished_overwrite_keeps_the_previous_results() {
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = tiny_config(dir.path(), PRIVATE);
+    let out = dir.path().join("out");
+    run_ok(&cfg, &out, "1");
+    let before = std::fs::read(out.join("summary.csv")).unwrap();
+    let before_metrics = std::fs::read(out.join("metrics.csv")).unwrap();
+    let long = dir.path().join("long.toml");
+    std::fs::write(
+        &long,
+        std::fs::read_to_string(&cfg)
+            .unwrap()
+            .replace("epochs = 3", "epochs = 60")
+            .replace("name = \"tiny\"", "name = \"long\""),
+    )
+    .unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("dpx");
+    let child = std::process::Command::new(bin)
+        .args(["run", "--quiet", "--overwrite", "--threads", "1", "--out"])
+        .arg(&out)
+        .arg(&long)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    // The new run's first seed is on disk (after the old results were set aside, so the old
+    // seed 0 is not mistaken for it): Ctrl-C is handled by then.
+    while !(out.join(".replaced/seeds").exists() && out.join("seeds/0.summary.csv").exists()) {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "seed 0 never finished"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if output.status.code() == Some(0) {
+        // Finished before the signal: the new results replaced the old, nothing is set aside.
+        assert!(!out.join(".replaced").exists());
+        return;
+    }
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("put back"), "{stderr}");
+    assert_eq!(std::fs::read(out.join("summary.csv")).unwrap(), before);
+    assert_eq!(
+        std::fs::read(out.join("metrics.csv")).unwrap(),
+        before_metrics
+    );
+    assert!(!out.join(".replaced").exists());
+    // A finished --overwrite replaces them.
+    dpx()
+        .args(["run", "--quiet", "--overwrite", "--threads", "1", "--out"])
+        .arg(&out)
+        .arg(&cfg)
+        .assert()
+        .success();
+    assert!(!out.join(".replaced").exists());
+    assert!(out.join("seeds/2.summary.csv").exists());
+}

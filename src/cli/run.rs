@@ -96,6 +96,64 @@ impl OutputDir {
     }
 }
 
+/// The results an `--overwrite` run replaces, moved into `<out>/.replaced/` until the new run
+/// has finished every seed.
+struct Replaced {
+    dir: PathBuf,
+}
+
+impl Replaced {
+    const DIR: &'static str = ".replaced";
+
+    /// Move the seeds, the experiment CSVs and the saved config aside (renames: nothing copied).
+    fn set_aside(out: &OutputDir) -> anyhow::Result<Self> {
+        let dir = out.root.join(Self::DIR);
+        if dir.exists() {
+            return Err(bad_input(anyhow::anyhow!(
+                "{} holds the results an earlier --overwrite run set aside and did not finish; move them back or delete that folder first",
+                dir.display()
+            )));
+        }
+        std::fs::create_dir(&dir).with_context(|| dir.display().to_string())?;
+        for path in Self::parts(out) {
+            if let Some(name) = path.file_name()
+                && path.exists()
+            {
+                std::fs::rename(&path, dir.join(name))
+                    .with_context(|| path.display().to_string())?;
+            }
+        }
+        Ok(Self { dir })
+    }
+
+    fn parts(out: &OutputDir) -> [PathBuf; 4] {
+        [out.seeds(), out.metrics(), out.summary(), out.config()]
+    }
+
+    /// The new run finished: the old results go.
+    fn discard(self) -> anyhow::Result<()> {
+        std::fs::remove_dir_all(&self.dir).with_context(|| self.dir.display().to_string())
+    }
+
+    /// The new run did not finish: its files go and the old ones come back.
+    fn restore(self, out: &OutputDir) -> anyhow::Result<()> {
+        for path in Self::parts(out) {
+            if path.is_dir() {
+                std::fs::remove_dir_all(&path).with_context(|| path.display().to_string())?;
+            } else if path.exists() {
+                std::fs::remove_file(&path).with_context(|| path.display().to_string())?;
+            }
+            if let Some(name) = path.file_name() {
+                let kept = self.dir.join(name);
+                if kept.exists() {
+                    std::fs::rename(&kept, &path).with_context(|| kept.display().to_string())?;
+                }
+            }
+        }
+        std::fs::remove_dir(&self.dir).with_context(|| self.dir.display().to_string())
+    }
+}
+
 fn csv_bytes<T: serde::Serialize>(rows: &[T]) -> anyhow::Result<Vec<u8>> {
     let mut w = csv::Writer::from_writer(Vec::new());
     for r in rows {
@@ -281,12 +339,14 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             )));
         }
     }
-    // --overwrite deletes only now, once every check above has passed.
-    if args.overwrite && out.seeds().exists() {
-        std::fs::remove_dir_all(out.seeds()).with_context(|| out.seeds().display().to_string())?;
-        let _ = std::fs::remove_file(out.metrics());
-        let _ = std::fs::remove_file(out.summary());
-    }
+    // --overwrite sets the old results aside only now, once every check above has passed; they
+    // are deleted when every new seed has finished, and put back if the new run fails or is
+    // interrupted, so nothing already written is lost.
+    let replaced = if args.overwrite && out.has_results() {
+        Some(Replaced::set_aside(&out)?)
+    } else {
+        None
+    };
     std::fs::create_dir_all(out.seeds()).with_context(|| out.seeds().display().to_string())?;
     write_atomic(&out.config(), resolved.as_bytes())?;
 
@@ -392,6 +452,18 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     if !args.quiet {
         print_summary(&out);
+    }
+    if let Some(replaced) = replaced {
+        if interrupted == 0 && failed == 0 {
+            replaced.discard()?;
+        } else {
+            replaced.restore(&out)?;
+            eprintln!(
+                "the previous results in {} were put back: the --overwrite run did not finish",
+                out.root.display()
+            );
+            return Ok(ExitCode::from(if interrupted > 0 { 130 } else { 1 }));
+        }
     }
     if interrupted > 0 {
         eprintln!(
