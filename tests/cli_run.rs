@@ -407,34 +407,26 @@ fn account_config_prints_the_epsilon_a_run_records_per_epoch() {
     assert_eq!(sigma_run, plan["noise_multiplier"].as_f64().unwrap());
 }
 
-/// Ctrl-C (SIGINT) keeps the seeds already finished, exits 130, and `--resume` completes the
-/// run with the same metrics as an uninterrupted one.
+/// Start `dpx ARGS OUT CONFIG`, wait (at most 120 s) until `ready()`, send it SIGINT (Ctrl-C)
+/// and return how it ended.
 #[cfg(unix)]
-#[test]
-fn ctrl_c_keeps_finished_seeds_and_resume_completes() {
+fn interrupt_when(
+    args: &[&str],
+    out: &Path,
+    config: &Path,
+    ready: impl Fn() -> bool,
+) -> std::process::Output {
     use std::time::{Duration, Instant};
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = tiny_config(dir.path(), PRIVATE);
-    // Long enough per seed that the interrupt lands while a later seed is training.
-    let text = std::fs::read_to_string(&cfg)
-        .unwrap()
-        .replace("epochs = 3", "epochs = 60");
-    std::fs::write(&cfg, text).unwrap();
-    let full = dir.path().join("full");
-    run_ok(&cfg, &full, "1");
-
-    let out = dir.path().join("out");
-    let bin = assert_cmd::cargo::cargo_bin("dpx");
-    let child = std::process::Command::new(bin)
-        .args(["run", "--quiet", "--threads", "1", "--out"])
-        .arg(&out)
-        .arg(&cfg)
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("dpx"))
+        .args(args)
+        .arg(out)
+        .arg(config)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     let started = Instant::now();
-    while !out.join("seeds/0.summary.csv").exists() {
+    while !ready() {
         assert!(
             started.elapsed() < Duration::from_secs(120),
             "seed 0 never finished"
@@ -446,7 +438,31 @@ fn ctrl_c_keeps_finished_seeds_and_resume_completes() {
         .status()
         .unwrap();
     assert!(status.success());
-    let output = child.wait_with_output().unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// Ctrl-C (SIGINT) keeps the seeds already finished, exits 130, and `--resume` completes the
+/// run with the same metrics as an uninterrupted one.
+#[cfg(unix)]
+#[test]
+fn ctrl_c_keeps_finished_seeds_and_resume_completes() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = tiny_config(dir.path(), PRIVATE);
+    // Long enough per seed that the interrupt lands while a later seed is training.
+    let text = std::fs::read_to_string(&cfg)
+        .unwrap()
+        .replace("epochs = 3", "epochs = 60");
+    std::fs::write(&cfg, text).unwrap();
+    let full = dir.path().join("full");
+    run_ok(&cfg, &full, "1");
+
+    let out = dir.path().join("out");
+    let output = interrupt_when(
+        &["run", "--quiet", "--threads", "1", "--out"],
+        &out,
+        &cfg,
+        || out.join("seeds/0.summary.csv").exists(),
+    );
     if output.status.code() == Some(0) {
         // The run finished before the signal arrived: nothing to check on this machine.
         return;
@@ -576,7 +592,6 @@ delta = 1e-5
 #[cfg(unix)]
 #[test]
 fn an_unfinished_overwrite_keeps_the_previous_results() {
-    use std::time::{Duration, Instant};
     let dir = tempfile::tempdir().unwrap();
     let cfg = tiny_config(dir.path(), PRIVATE);
     let out = dir.path().join("out");
@@ -592,31 +607,14 @@ fn an_unfinished_overwrite_keeps_the_previous_results() {
             .replace("name = \"tiny\"", "name = \"long\""),
     )
     .unwrap();
-    let bin = assert_cmd::cargo::cargo_bin("dpx");
-    let child = std::process::Command::new(bin)
-        .args(["run", "--quiet", "--overwrite", "--threads", "1", "--out"])
-        .arg(&out)
-        .arg(&long)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
     // The new run's first seed is on disk (after the old results were set aside, so the old
     // seed 0 is not mistaken for it): Ctrl-C is handled by then.
-    while !(out.join(".replaced/seeds").exists() && out.join("seeds/0.summary.csv").exists()) {
-        assert!(
-            started.elapsed() < Duration::from_secs(120),
-            "seed 0 never finished"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    let status = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let output = child.wait_with_output().unwrap();
+    let output = interrupt_when(
+        &["run", "--quiet", "--overwrite", "--threads", "1", "--out"],
+        &out,
+        &long,
+        || out.join(".replaced/seeds").exists() && out.join("seeds/0.summary.csv").exists(),
+    );
     let stderr = String::from_utf8_lossy(&output.stderr);
     if output.status.code() == Some(0) {
         // Finished before the signal: the new results replaced the old, nothing is set aside.

@@ -438,8 +438,9 @@ impl TrainingPlan {
             path: path.clone(),
             source,
         };
-        let (noise_multiplier, target_epsilon, calibrated) = match p.budget {
-            Budget::NoiseMultiplier { noise_multiplier } => (noise_multiplier, None, false),
+        // Each arm also returns the accountant's report for the whole run when it computed one.
+        let (noise_multiplier, target_epsilon, calibrated, known_report) = match p.budget {
+            Budget::NoiseMultiplier { noise_multiplier } => (noise_multiplier, None, false, None),
             Budget::Calibrated { epsilon } => {
                 let target = Target {
                     epsilon,
@@ -455,7 +456,7 @@ impl TrainingPlan {
                     calibrate::calibrate_scale(&factory, &|k| run_event(k, steps), target)
                 }
                 .map_err(calibration)?;
-                (cal.value, Some(epsilon), true)
+                (cal.value, Some(epsilon), true, Some(cal.report))
             }
             Budget::UntilSpent {
                 noise_multiplier,
@@ -465,7 +466,7 @@ impl TrainingPlan {
                     epsilon,
                     delta: p.delta,
                 };
-                if constant {
+                let report = if constant {
                     let cal = calibrate::calibrate_steps(
                         &factory,
                         &|t| run_event(noise_multiplier, t),
@@ -473,6 +474,7 @@ impl TrainingPlan {
                     )
                     .map_err(calibration)?;
                     self.steps = cal.steps.min(steps);
+                    (cal.steps <= steps).then_some(cal.report)
                 } else {
                     // The schedule is defined over the planned steps only: train them all when
                     // they fit the budget, else the longest prefix that does.
@@ -490,18 +492,25 @@ impl TrainingPlan {
                         )
                         .map_err(calibration)?;
                         self.steps = cal.steps.min(steps);
+                        (cal.steps <= steps).then_some(cal.report)
+                    } else {
+                        Some(whole)
                     }
-                }
-                (noise_multiplier, Some(epsilon), false)
+                };
+                (noise_multiplier, Some(epsilon), false, report)
             }
         };
         let sigmas = sigmas_for(noise_multiplier, steps);
         self.check_split(spec, &sigmas[..(self.steps as usize).min(sigmas.len())], p)?;
         // A run may only call its ε guaranteed when the accountant proves an upper bound for
         // these events (GDP's central limit theorem on subsampled steps does not).
-        let report =
-            calibrate::epsilon_of(&factory, &run_event(noise_multiplier, self.steps), p.delta)
-                .map_err(accounting)?;
+        let report = match known_report {
+            Some(r) => r,
+            None => {
+                calibrate::epsilon_of(&factory, &run_event(noise_multiplier, self.steps), p.delta)
+                    .map_err(accounting)?
+            }
+        };
         if !report.upper_bound {
             warnings.push(format!(
                 "privacy.accountant = {}: its epsilon for this run is not a proven upper bound ({}); epsilon is not guaranteed (use \"rdp\" or \"pld\")",

@@ -198,15 +198,7 @@ impl PldAccountant {
         // Refuse in the dry run what the factories could not allocate (the grid `build` uses).
         // A lower estimate's factories check their own grids.
         for &(m, k) in plan.mechanisms.iter().filter(|_| !self.lower) {
-            let (noise, q) = match noise_of(m) {
-                (Noise::Gaussian { noise_multiplier }, 1.0) => (
-                    Noise::Gaussian {
-                        noise_multiplier: noise_multiplier / (k as f64).sqrt(),
-                    },
-                    1.0,
-                ),
-                other => other,
-            };
+            let (noise, q, _) = folded(m, k);
             PrivacyLossDistribution::grid_points(noise, q, self.relation, self.interval)?;
         }
         Ok(plan)
@@ -356,56 +348,26 @@ impl PldAccountant {
         }
     }
 
-    /// The PLD of mechanism `m` run `count` times.
+    /// The PLD of mechanism `m` run `count` times: pessimistic, or rounded down for a lower
+    /// estimate, self-composed by FFT power.
     fn build(&self, m: Mechanism, count: u64) -> Result<PrivacyLossDistribution, AccountingError> {
-        if self.lower {
-            let (noise, q) = match noise_of(m) {
-                (Noise::Gaussian { noise_multiplier }, 1.0) => (
-                    Noise::Gaussian {
-                        noise_multiplier: noise_multiplier / (count as f64).sqrt(),
-                    },
-                    1.0,
-                ),
-                other => other,
-            };
-            let one =
-                PrivacyLossDistribution::lower_estimate(noise, q, self.relation, self.interval)?;
-            return if matches!(noise, Noise::Gaussian { .. }) && q == 1.0 {
-                Ok(one)
-            } else {
-                one.self_compose(count, 0.0)
-            };
-        }
-        match m {
-            // T full-batch Gaussian releases = one Gaussian with σ/√T (exact).
-            Mechanism::Gaussian {
-                noise_multiplier,
-                sample_rate: 1.0,
-            } => PrivacyLossDistribution::from_gaussian(
-                noise_multiplier / (count as f64).sqrt(),
-                1.0,
-                self.relation,
-                self.interval,
-            ),
-            _ => {
-                let (noise, q) = noise_of(m);
-                let one = match noise {
-                    Noise::Gaussian { noise_multiplier } => PrivacyLossDistribution::from_gaussian(
-                        noise_multiplier,
-                        q,
-                        self.relation,
-                        self.interval,
-                    )?,
-                    Noise::Laplace { scale } => PrivacyLossDistribution::from_laplace(
-                        scale,
-                        q,
-                        self.relation,
-                        self.interval,
-                    )?,
-                };
-                one.self_compose(count, TAIL_MASS_TRUNCATION)
+        let (noise, q, count) = folded(m, count);
+        let one = if self.lower {
+            PrivacyLossDistribution::lower_estimate(noise, q, self.relation, self.interval)?
+        } else {
+            match noise {
+                Noise::Gaussian { noise_multiplier } => PrivacyLossDistribution::from_gaussian(
+                    noise_multiplier,
+                    q,
+                    self.relation,
+                    self.interval,
+                )?,
+                Noise::Laplace { scale } => {
+                    PrivacyLossDistribution::from_laplace(scale, q, self.relation, self.interval)?
+                }
             }
-        }
+        };
+        one.self_compose(count, self.truncation())
     }
 
     fn notes(&self) -> Vec<String> {
@@ -420,6 +382,21 @@ impl PldAccountant {
              grid of {}, tails truncated pessimistically",
             self.interval
         )]
+    }
+}
+
+/// The mechanism to discretise for `m` run `count` times, with the count left to compose: T
+/// full-batch Gaussian releases are one Gaussian with σ/√T (exact, as dp_accounting does).
+fn folded(m: Mechanism, count: u64) -> (Noise, f64, u64) {
+    match noise_of(m) {
+        (Noise::Gaussian { noise_multiplier }, 1.0) => (
+            Noise::Gaussian {
+                noise_multiplier: noise_multiplier / (count as f64).sqrt(),
+            },
+            1.0,
+            1,
+        ),
+        (noise, q) => (noise, q, count),
     }
 }
 

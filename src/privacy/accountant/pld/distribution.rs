@@ -128,25 +128,12 @@ impl PrivacyLossDistribution {
         relation: NeighbouringRelation,
         interval: f64,
     ) -> Result<Self, AccountingError> {
-        let losses: Vec<AdditiveNoiseLoss> = match relation {
-            NeighbouringRelation::AddOrRemoveOne if sample_rate == 1.0 => {
-                vec![AdditiveNoiseLoss::any(noise, 1.0, Adjacency::Remove)]
-            }
-            NeighbouringRelation::AddOrRemoveOne => vec![
-                AdditiveNoiseLoss::any(noise, sample_rate, Adjacency::Remove),
-                AdditiveNoiseLoss::any(noise, sample_rate, Adjacency::Add),
-            ],
-            NeighbouringRelation::ReplaceOne => {
-                vec![AdditiveNoiseLoss::any(
-                    noise,
-                    sample_rate,
-                    Adjacency::Replace,
-                )]
-            }
-        };
+        let losses = adjacencies(sample_rate, relation)
+            .into_iter()
+            .map(|adjacency| AdditiveNoiseLoss::any(noise, sample_rate, adjacency));
         let mut pmfs = Vec::with_capacity(2);
-        for loss in &losses {
-            let (lo, n) = grid(loss, interval)?;
+        for loss in losses {
+            let (lo, n) = grid(&loss, interval)?;
             let at_least: Vec<f64> = (0..n)
                 .map(|k| loss.upper_mass_at_least((lo + k as i64) as f64 * interval))
                 .collect();
@@ -280,15 +267,19 @@ fn directions(
             }
         })
     };
+    adjacencies(sample_rate, relation)
+        .into_iter()
+        .map(make)
+        .collect()
+}
+
+/// The neighbouring pairs a mechanism needs: remove and add for subsampled add/remove, remove
+/// alone for a full batch (both directions give the same PLD), replace for replace-one.
+fn adjacencies(sample_rate: f64, relation: NeighbouringRelation) -> Vec<Adjacency> {
     match relation {
-        NeighbouringRelation::AddOrRemoveOne => {
-            if sample_rate == 1.0 {
-                Ok(vec![make(Adjacency::Remove)?])
-            } else {
-                Ok(vec![make(Adjacency::Remove)?, make(Adjacency::Add)?])
-            }
-        }
-        NeighbouringRelation::ReplaceOne => Ok(vec![make(Adjacency::Replace)?]),
+        NeighbouringRelation::AddOrRemoveOne if sample_rate == 1.0 => vec![Adjacency::Remove],
+        NeighbouringRelation::AddOrRemoveOne => vec![Adjacency::Remove, Adjacency::Add],
+        NeighbouringRelation::ReplaceOne => vec![Adjacency::Replace],
     }
 }
 

@@ -226,42 +226,22 @@ impl RdpAccountant {
                         "Poisson sampling is analysed under add/remove-one neighbours only",
                     ));
                 }
-                let q = *sample_rate;
-                if let DpEvent::Laplace { scale } = **inner {
-                    if q == 0.0 || mult == 0 {
-                        return Ok(());
-                    }
-                    if scale == 0.0 {
-                        out.non_private = true;
-                    } else {
-                        out.kernels.push((
-                            RdpKernel::PoissonLaplace {
-                                q,
-                                eps: 1.0 / scale,
-                            },
-                            mult,
-                        ));
-                    }
-                    return Ok(());
-                }
-                match effective_gaussian_noise_multiplier(inner) {
-                    Ok(None) => Ok(()),
-                    Ok(Some(sigma)) => {
-                        if q == 0.0 || mult == 0 {
-                        } else if sigma == 0.0 {
-                            out.non_private = true;
-                        } else if q == 1.0 {
-                            out.kernels.push((RdpKernel::Gaussian { sigma }, mult));
+                // Laplace keeps the subsampled bound even at q = 1 (as before the unification).
+                self.sampled(
+                    inner,
+                    *sample_rate,
+                    mult,
+                    out,
+                    |q, eps| RdpKernel::PoissonLaplace { q, eps },
+                    |q, sigma| {
+                        if q == 1.0 {
+                            RdpKernel::Gaussian { sigma }
                         } else {
-                            out.kernels.push((RdpKernel::PoissonGaussian { q, sigma }, mult));
+                            RdpKernel::PoissonGaussian { q, sigma }
                         }
-                        Ok(())
-                    }
-                    Err(bad) => Err(self.unsupported(
-                        bad,
-                        "inside PoissonSampled only Gaussians (possibly composed) or a single Laplace are supported",
-                    )),
-                }
+                    },
+                    "PoissonSampled",
+                )
             }
             DpEvent::SampledWithoutReplacement {
                 dataset_size,
@@ -282,43 +262,29 @@ impl RdpAccountant {
                         "sampling without replacement is analysed under replace-one neighbours only",
                     ));
                 }
-                let q = *batch_size as f64 / *dataset_size as f64;
                 // The base mechanism of Wang et al.'s theorem is the release on the batch under
                 // replace-one: distance 2 in units of the add/remove sensitivity (σ/2, ε = 2/b).
-                if let DpEvent::Laplace { scale } = **inner {
-                    if q == 0.0 || mult == 0 {
-                        return Ok(());
-                    }
-                    if scale == 0.0 {
-                        out.non_private = true;
-                    } else if q == 1.0 {
-                        out.kernels
-                            .push((RdpKernel::Laplace { eps: k / scale }, mult));
-                    } else {
-                        out.kernels
-                            .push((RdpKernel::WorLaplace { q, eps: k / scale }, mult));
-                    }
-                    return Ok(());
-                }
-                match effective_gaussian_noise_multiplier(inner) {
-                    Ok(None) => Ok(()),
-                    Ok(Some(sigma)) => {
-                        let sigma = sigma / k;
-                        if q == 0.0 || mult == 0 {
-                        } else if sigma == 0.0 {
-                            out.non_private = true;
-                        } else if q == 1.0 {
-                            out.kernels.push((RdpKernel::Gaussian { sigma }, mult));
+                self.sampled(
+                    inner,
+                    *batch_size as f64 / *dataset_size as f64,
+                    mult,
+                    out,
+                    |q, eps| {
+                        if q == 1.0 {
+                            RdpKernel::Laplace { eps }
                         } else {
-                            out.kernels.push((RdpKernel::WorGaussian { q, sigma }, mult));
+                            RdpKernel::WorLaplace { q, eps }
                         }
-                        Ok(())
-                    }
-                    Err(bad) => Err(self.unsupported(
-                        bad,
-                        "inside SampledWithoutReplacement only Gaussians (possibly composed) or a single Laplace are supported",
-                    )),
-                }
+                    },
+                    |q, sigma| {
+                        if q == 1.0 {
+                            RdpKernel::Gaussian { sigma }
+                        } else {
+                            RdpKernel::WorGaussian { q, sigma }
+                        }
+                    },
+                    "SampledWithoutReplacement",
+                )
             }
             DpEvent::SelfComposed { event, count } => {
                 self.flatten(event, mult.saturating_mul(*count), out)
@@ -329,6 +295,50 @@ impl RdpAccountant {
                 }
                 Ok(())
             }
+        }
+    }
+
+    /// The kernel of `inner` released on a sampled batch (rate or fraction `q`), taken `mult`
+    /// times: a single Laplace or Gaussians composed on the batch (one effective σ), analysed at
+    /// the relation's distance (`NeighbouringRelation::sensitivity_factor`: σ/k, ε = k/b).
+    #[allow(clippy::too_many_arguments)]
+    fn sampled(
+        &self,
+        inner: &DpEvent,
+        q: f64,
+        mult: u64,
+        out: &mut Flat,
+        laplace: impl Fn(f64, f64) -> RdpKernel,
+        gaussian: impl Fn(f64, f64) -> RdpKernel,
+        sampling: &str,
+    ) -> Result<(), AccountingError> {
+        let k = self.relation.sensitivity_factor();
+        if let DpEvent::Laplace { scale } = *inner {
+            if q == 0.0 || mult == 0 {
+            } else if scale == 0.0 {
+                out.non_private = true;
+            } else {
+                out.kernels.push((laplace(q, k / scale), mult));
+            }
+            return Ok(());
+        }
+        match effective_gaussian_noise_multiplier(inner) {
+            Ok(None) => Ok(()),
+            Ok(Some(sigma)) => {
+                if q == 0.0 || mult == 0 {
+                } else if sigma == 0.0 {
+                    out.non_private = true;
+                } else {
+                    out.kernels.push((gaussian(q, sigma / k), mult));
+                }
+                Ok(())
+            }
+            Err(bad) => Err(self.unsupported(
+                bad,
+                &format!(
+                    "inside {sampling} only Gaussians (possibly composed) or a single Laplace are supported"
+                ),
+            )),
         }
     }
 
