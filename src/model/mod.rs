@@ -4,21 +4,27 @@
 //! sees a clip norm or a noise multiplier.
 //!
 //! - [`spec`]: [`ModelSpec`] / [`LayerSpec`], what a user asks for, and the named architectures.
-//! - [`network`]: [`Model`], built from a spec: parameter layout, seeded initialisation,
-//!   forward, evaluation, non-private and per-sample gradients.
+//! - [`layer`]: the [`layer::Layer`] trait and one file per layer (dense, conv2d, pooling,
+//!   activations, reshapes), each with its forward, backward and per-sample gradient maths; the
+//!   registry that builds a layer from its spec.
+//! - [`network`]: [`Model`], built from a spec: parameter layout, seeded initialisation, the
+//!   layers run in sequence for forward, evaluation, non-private and per-sample gradients.
 //! - [`per_sample`]: [`BatchGradients`], per-sample gradients without a `[B, P]` matrix.
-//! - [`loss`], [`kernels`], [`linalg`]: the numerical pieces.
+//! - [`sums`]: the reductions of per-sample gradients (sums of squares, weighted sums).
+//! - [`loss`], [`kernels`], [`linalg`], [`winograd`]: the numerical pieces.
 //!
 //! Threads: every kernel runs on the current rayon pool (see [`with_threads`]); work is split by
 //! example or by output block only, so results are bit-identical for any thread count.
 
 pub mod binary_logistic;
 pub mod kernels;
+pub mod layer;
 pub mod linalg;
 pub mod loss;
 pub mod network;
 pub mod per_sample;
 pub mod spec;
+pub mod sums;
 pub mod winograd;
 
 pub use network::Model;
