@@ -515,6 +515,26 @@ fn cnn_layers_are_checked_per_kind() {
     ))
     .expect_err("huge");
     assert!(matches!(&e, ConfigError::OutOfRange { .. }), "{e:?}");
+    let e = load(&cnn("[[model.layers]]\nkind = \"group_norm\""))
+        .expect_err("group_norm without groups");
+    assert!(
+        matches!(&e, ConfigError::Missing { key, .. } if key == "model.layers[0].groups"),
+        "{e:?}"
+    );
+    let e =
+        load(&cnn("[[model.layers]]\nkind = \"relu\"\ngroups = 2")).expect_err("groups on relu");
+    assert!(
+        matches!(&e, ConfigError::NotApplicable { key, .. } if key == "model.layers[0].groups"),
+        "{e:?}"
+    );
+    let spec = load(&cnn(
+        "[[model.layers]]\nkind = \"dense\"\nout_features = 8\n[[model.layers]]\nkind = \"group_norm\"\ngroups = 2",
+    ))
+    .expect("valid group_norm");
+    assert!(matches!(
+        &spec.model.architecture,
+        config::ModelArchitecture::Cnn { layers } if layers[1] == config::LayerSpec::GroupNorm { groups: 2 }
+    ));
     let e = load(&BASE.replace("architecture = \"logistic\"", "architecture = \"cnn\""))
         .expect_err("no layers");
     assert!(

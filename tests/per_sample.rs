@@ -354,6 +354,8 @@ fn every_layer() -> Vec<LayerSpec> {
             stride: 1,
         },
         LayerSpec::Flatten,
+        LayerSpec::GroupNorm { groups: 3 },
+        LayerSpec::GroupNorm { groups: 1 },
         act(Activation::Relu),
         act(Activation::Tanh),
         act(Activation::Sigmoid),
@@ -389,7 +391,7 @@ fn layer_case(layer: LayerSpec) -> (ModelSpec, f32) {
             },
             1.0 / 64.0,
         ),
-        LayerSpec::Conv2d { .. } | LayerSpec::AvgPool { .. } => (
+        LayerSpec::Conv2d { .. } | LayerSpec::AvgPool { .. } | LayerSpec::GroupNorm { .. } => (
             image(vec![
                 below,
                 act(Activation::Tanh),
@@ -427,6 +429,51 @@ fn layer_case(layer: LayerSpec) -> (ModelSpec, f32) {
             },
         ),
     }
+}
+
+#[test]
+fn group_norm_on_vectors_and_its_parameters() {
+    use LayerSpec::{Dense, GroupNorm};
+    for groups in [1, 2, 6] {
+        let spec = ModelSpec {
+            input_shape: vec![5],
+            layers: vec![
+                Dense { units: 6 },
+                GroupNorm { groups },
+                act(Activation::Tanh),
+                Dense { units: 3 },
+            ],
+            loss: LossKind::SoftmaxCrossEntropy,
+            l2: 0.0,
+        };
+        check_model(spec.clone(), 4, 90 + groups as u64);
+        assert_thread_independent(&spec, 5);
+    }
+    // A group count that does not divide the channels is refused, naming the layer; γ and β
+    // add 2C parameters, initialised to 1 and 0 (PyTorch's GroupNorm).
+    let spec = ModelSpec {
+        input_shape: vec![4],
+        layers: vec![GroupNorm { groups: 2 }, Dense { units: 2 }],
+        loss: LossKind::SoftmaxCrossEntropy,
+        l2: 0.0,
+    };
+    let model = spec.build().unwrap();
+    assert!(matches!(
+        (ModelSpec {
+            layers: vec![GroupNorm { groups: 3 }, Dense { units: 2 }],
+            ..spec.clone()
+        })
+        .build(),
+        Err(ModelError::InvalidLayer { index: 0, .. })
+    ));
+    assert_eq!(model.num_params(), 4 + 4 + 4 * 2 + 2);
+    let init = model.init_params(0);
+    assert_eq!(
+        init.slice(s![..8]).to_vec(),
+        [1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0]
+    );
+    assert_eq!(model.groups()[0].0, "0.weight");
+    assert_eq!(model.groups()[1].0, "0.bias");
 }
 
 #[test]

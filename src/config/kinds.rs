@@ -137,6 +137,7 @@ pub enum LayerKind {
     AvgPool2d,
     Flatten,
     Dense,
+    GroupNorm,
     Relu,
     Tanh,
 }
@@ -150,6 +151,7 @@ impl LayerKind {
             LayerKind::AvgPool2d => "avg_pool2d",
             LayerKind::Flatten => "flatten",
             LayerKind::Dense => "dense",
+            LayerKind::GroupNorm => "group_norm",
             LayerKind::Relu => "relu",
             LayerKind::Tanh => "tanh",
         }

@@ -226,6 +226,8 @@ pub struct RawLayer {
     pub padding: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub out_features: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub groups: Option<i64>,
 }
 
 /// `[train]`.
@@ -610,6 +612,7 @@ impl RawConfig {
                     stride: Some(2),
                     padding: Some(3),
                     out_features: Some(32),
+                    groups: Some(4),
                 }]),
             },
             train: RawTrain {

@@ -514,6 +514,10 @@ fn raw_layer(l: &LayerSpec) -> RawLayer {
             out_features: Some(int(out_features)),
             ..base(LayerKind::Dense)
         },
+        LayerSpec::GroupNorm { groups } => RawLayer {
+            groups: Some(int(groups)),
+            ..base(LayerKind::GroupNorm)
+        },
         LayerSpec::Relu => base(LayerKind::Relu),
         LayerSpec::Tanh => base(LayerKind::Tanh),
     }

@@ -53,6 +53,9 @@ pub enum LayerSpec {
     AvgPool { kernel: usize, stride: usize },
     /// Image `[C, H, W]` to vector `[C·H·W]` in channel-major order (PyTorch's `Flatten`).
     Flatten,
+    /// Group normalisation of each example over `groups` groups of channels (PyTorch's
+    /// `GroupNorm(groups, C)`); on a vector, each feature is a channel.
+    GroupNorm { groups: usize },
     /// An element-wise activation.
     Activation { function: Activation },
 }

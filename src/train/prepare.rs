@@ -409,6 +409,7 @@ pub fn model_spec(spec: &ExperimentSpec, sample_shape: &[usize], num_classes: us
                             units: out_features,
                         });
                     }
+                    SpecLayer::GroupNorm { groups } => out.push(LayerSpec::GroupNorm { groups }),
                     SpecLayer::Relu => out.push(LayerSpec::act(Activation::Relu)),
                     SpecLayer::Tanh => out.push(LayerSpec::act(Activation::Tanh)),
                 }

@@ -62,6 +62,10 @@ pub enum LayerSpec {
     Dense {
         out_features: usize,
     },
+    /// Group normalisation over `groups` groups of channels (Wu & He 2018).
+    GroupNorm {
+        groups: usize,
+    },
     Relu,
     Tanh,
 }
@@ -174,6 +178,9 @@ impl Checker<'_> {
             if !out_features {
                 self.absent(&key("out_features"), &l.out_features, why)?;
             }
+            if kind != LayerKind::GroupNorm {
+                self.absent(&key("groups"), &l.groups, why)?;
+            }
             Ok(())
         };
         Ok(match kind {
@@ -211,6 +218,12 @@ impl Checker<'_> {
             LayerKind::Flatten => {
                 uses(false, false, false, false)?;
                 LayerSpec::Flatten
+            }
+            LayerKind::GroupNorm => {
+                uses(false, false, false, false)?;
+                LayerSpec::GroupNorm {
+                    groups: need("groups", l.groups, 1, MAX_WIDTH)?,
+                }
             }
             LayerKind::Relu => {
                 uses(false, false, false, false)?;

@@ -11,6 +11,7 @@
 //! - [`dense`]: `y = W x + b`;
 //! - [`conv2d`]: 2-D convolution (im2col, Winograd forward where it applies, ghost norms);
 //! - [`pool`]: max and average pooling;
+//! - [`group_norm`]: group normalisation (per example, so per-sample gradients stay valid);
 //! - [`activation`]: element-wise activations;
 //! - [`reshape`]: the channel-major ↔ channels-last permutations (`ToChannelsLast`, `Flatten`).
 //!
@@ -25,6 +26,7 @@
 pub mod activation;
 pub mod conv2d;
 pub mod dense;
+pub mod group_norm;
 pub mod pool;
 pub mod reshape;
 
@@ -269,6 +271,9 @@ pub fn build(
             Shape::Image { c, h, w } => Arc::new(reshape::Flatten { c, h, w }),
             Shape::Flat(_) => return Ok(None),
         },
+        LayerSpec::GroupNorm { groups } => {
+            Arc::new(group_norm::GroupNorm::build(groups, input, ctx)?)
+        }
         LayerSpec::Activation { function } => Arc::new(activation::Act {
             function,
             shape: input,
