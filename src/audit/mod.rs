@@ -58,9 +58,7 @@ use crate::privacy::secure_rng::SecureGaussian;
 use crate::privacy::special::log_add_exp;
 use crate::train::TrainError;
 use crate::train::prepare::Experiment;
-use crate::train::seed::{
-    NoiseSource, STREAM_INIT, STREAM_NOISE, STREAM_SAMPLING, stream_rng, stream_seed,
-};
+use crate::train::seed::{NoiseSource, STREAM_NOISE, STREAM_SAMPLING, stream_rng};
 use bound::{BoundError, epsilon_lower_bound};
 use canary::{CanaryLayout, WithCanaries};
 
@@ -259,7 +257,7 @@ pub fn audit_seed(
 
     // The run itself, as `train::run::train_seed` does it (its set-up and step phases).
     let data_sampler = PoissonSampler::new(train.len(), q).map_err(TrainError::from)?;
-    let mut params = model.init_params(stream_seed(seed, STREAM_INIT));
+    let mut params = exp.initial_params(seed);
     let mut opt_state = plan.optimizer.init_state(params.len());
     let mut rng_sampling = stream_rng(seed, STREAM_SAMPLING);
     let mut noise = if privacy_secure(exp) {
@@ -352,6 +350,7 @@ pub fn audit_seed(
         ledger.record(plan.step_event(releases));
         g.mapv_inplace(|v| v / plan.expected_batch_size);
         model.add_l2_gradient(params.view(), &mut g);
+        model.mask_frozen(&mut g);
         if g.iter().any(|v| !v.is_finite()) {
             return Err(diverged(t));
         }

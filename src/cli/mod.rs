@@ -14,6 +14,7 @@ pub mod audit;
 pub mod bench;
 pub mod collect;
 pub mod data;
+pub mod eval;
 pub mod plan;
 pub mod plan_accelerated;
 pub mod report;
@@ -194,6 +195,8 @@ pub enum Command {
     Report(report::ReportArgs),
     /// Empirical privacy audit by canaries: a lower bound on epsilon next to the accountant's.
     Audit(audit::AuditArgs),
+    /// Score a saved model (seeds/<seed>.model.safetensors) on a config's test set.
+    Eval(eval::EvalArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(shell::CompletionsArgs),
     /// Print the man page, or write one page per command into a directory.
@@ -229,6 +232,7 @@ where
         Command::Collect(args) => collect::run(args),
         Command::Report(args) => report::run(args),
         Command::Audit(args) => audit::run(args),
+        Command::Eval(args) => eval::run(args),
         Command::Completions(args) => shell::completions(args),
         Command::Man(args) => shell::man(args),
     }

@@ -26,6 +26,7 @@ use rayon::prelude::*;
 use super::bad_input;
 use crate::config::spec::Threads;
 use crate::report::atomic::write_atomic;
+use crate::train::artifact::model_file_bytes;
 use crate::train::metrics::{MetricsRow, SeedStatus};
 use crate::train::prepare::Experiment;
 use crate::train::{Observer, SeedEnd, train_seed};
@@ -82,6 +83,10 @@ impl OutputDir {
     }
     pub fn seed_summary(&self, seed: u64) -> PathBuf {
         self.seeds().join(format!("{seed}.summary.csv"))
+    }
+    pub fn seed_model(&self, seed: u64) -> PathBuf {
+        self.seeds()
+            .join(crate::train::artifact::model_file_name(seed))
     }
     /// Whether seed `seed`'s files parse whole ([`crate::sweep::layout::check_seed_files`]).
     pub fn check_seed(&self, seed: u64) -> Result<(), crate::sweep::layout::LayoutError> {
@@ -406,6 +411,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                         SeedEnd::Interrupted => Ok(None),
                         SeedEnd::Finished(res) => {
                             write_atomic(&out.seed_metrics(seed), &csv_bytes(&res.rows)?)?;
+                            if let Some(model) = model_file_bytes(&exp, &res)? {
+                                write_atomic(&out.seed_model(seed), &model)?;
+                            }
                             write_atomic(
                                 &out.seed_summary(seed),
                                 &csv_bytes(std::slice::from_ref(&res.summary))?,

@@ -23,9 +23,10 @@ use crate::report::atomic::write_atomic;
 use crate::sweep::layout::{PointDir, SweepDir};
 use crate::sweep::{Job, Shard, Sweep};
 use crate::train::TrainError;
+use crate::train::artifact::model_file_bytes;
 use crate::train::metrics::SeedStatus;
 use crate::train::plan::TrainingPlan;
-use crate::train::prepare::{Experiment, PreparedData, build_model, prepare_data};
+use crate::train::prepare::{Experiment, PreparedData, build_model, load_init_from, prepare_data};
 use crate::train::{SeedEnd, Silent, train_seed};
 
 /// Arguments of `dpx sweep`.
@@ -399,10 +400,12 @@ fn build_points(
                     ),
                     None => None,
                 };
+                let init_from = load_init_from(&spec, &model).map_err(map_train)?;
                 let exp = Experiment {
                     spec,
                     data: d,
                     model,
+                    init_from,
                     plan,
                     accelerated,
                 };
@@ -581,6 +584,9 @@ fn execute(args: &SweepArgs, sweep: &Sweep, jobs: &[Job], out: &Path) -> anyhow:
                     SeedEnd::Interrupted => Ok(None),
                     SeedEnd::Finished(res) => {
                         write_atomic(&pd.seed_metrics(j.seed), &csv_bytes(&res.rows)?)?;
+                        if let Some(model) = model_file_bytes(exp, &res)? {
+                            write_atomic(&pd.seed_model(j.seed), &model)?;
+                        }
                         write_atomic(
                             &pd.seed_summary(j.seed),
                             &csv_bytes(std::slice::from_ref(&res.summary))?,

@@ -207,6 +207,10 @@ pub struct RawModel {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub l2: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub init_from: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub freeze: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub layers: Option<Vec<RawLayer>>,
 }
 
@@ -605,6 +609,8 @@ impl RawConfig {
                 hidden: Some(vec![32]),
                 activation: Some(Activation::Tanh),
                 l2: Some(0.0),
+                init_from: Some("model.safetensors".into()),
+                freeze: Some(vec!["0".into()]),
                 layers: Some(vec![RawLayer {
                     kind: Some(LayerKind::Conv2d),
                     out_channels: Some(16),

@@ -146,6 +146,9 @@ impl ExperimentSpec {
             }
             DataSource::Synthetic(_) => {}
         }
+        if let Some(p) = &mut spec.model.init_from {
+            abs(p);
+        }
         if let Some(p) = &mut spec.privacy
             && let NoiseSchedule::File {
                 path: Some(path), ..
@@ -309,6 +312,12 @@ impl ExperimentSpec {
         let mut raw = RawModel {
             architecture: Some(self.model.architecture.kind()),
             l2: Some(self.model.l2),
+            init_from: self
+                .model
+                .init_from
+                .as_ref()
+                .map(|p| p.display().to_string()),
+            freeze: (!self.model.freeze.is_empty()).then(|| self.model.freeze.clone()),
             ..RawModel::default()
         };
         match &self.model.architecture {

@@ -11,11 +11,14 @@
 //!   layers run in sequence for forward, evaluation, non-private and per-sample gradients.
 //! - [`per_sample`]: [`BatchGradients`], per-sample gradients without a `[B, P]` matrix.
 //! - [`sums`]: the reductions of per-sample gradients (sums of squares, weighted sums).
+//! - [`artifact`]: a model's parameters saved as safetensors (PyTorch's names and layouts)
+//!   and loaded back, shape-checked.
 //! - [`loss`], [`kernels`], [`linalg`], [`winograd`]: the numerical pieces.
 //!
 //! Threads: every kernel runs on the current rayon pool (see [`with_threads`]); work is split by
 //! example or by output block only, so results are bit-identical for any thread count.
 
+pub mod artifact;
 pub mod binary_logistic;
 pub mod kernels;
 pub mod layer;
@@ -56,6 +59,8 @@ pub enum ModelError {
         outputs: usize,
         reason: String,
     },
+    #[error("model.freeze entry \"{entry}\": {reason}")]
+    Freeze { entry: String, reason: String },
     #[error("model has no trainable layer (add a dense or conv2d layer)")]
     NoParameters,
     #[error("model l2 must be finite and non-negative, found {l2}")]

@@ -35,6 +35,9 @@ const EVAL_CHUNK: usize = 1024;
 pub struct Model {
     spec: ModelSpec,
     layers: Vec<Arc<dyn Layer>>,
+    /// Per layer: frozen (trained no further: no per-sample gradients, no update).
+    frozen: Vec<bool>,
+    /// The tensors of the trainable, unfrozen layers.
     groups: Vec<(String, Range<usize>)>,
     num_params: usize,
     input_size: usize,
@@ -46,7 +49,9 @@ pub struct Model {
 /// function of the spec).
 impl PartialEq for Model {
     fn eq(&self, other: &Self) -> bool {
-        self.spec == other.spec && self.materialize_limit_bytes == other.materialize_limit_bytes
+        self.spec == other.spec
+            && self.frozen == other.frozen
+            && self.materialize_limit_bytes == other.materialize_limit_bytes
     }
 }
 
@@ -153,6 +158,7 @@ impl ModelSpec {
         }
         Ok(Model {
             spec: self.clone(),
+            frozen: vec![false; layers.len()],
             layers,
             groups,
             num_params: ctx.next_param,
@@ -181,12 +187,89 @@ impl Model {
         &self.spec
     }
 
+    /// The built layers, in order (a `ToChannelsLast` first for multi-channel images).
+    pub(crate) fn layers(&self) -> &[Arc<dyn Layer>] {
+        &self.layers
+    }
+
     /// Number of parameters P.
     pub fn num_params(&self) -> usize {
         self.num_params
     }
 
-    /// Parameter groups `(name, range)` in order: `"{i}.weight"`, `"{i}.bias"` for the `i`-th
+    /// The same model with the layers named in `layers` frozen: a name is a layer's index in
+    /// the spec (`"3"`, the prefix of its tensors `"3.weight"`, `"3.bias"`). A frozen layer keeps
+    /// its parameters: it has no per-sample gradients (they are not computed, and do not count in
+    /// the norms that clipping bounds), and [`Model::frozen_ranges`] says which coordinates an
+    /// update must leave alone. Errors name an entry that is not a layer with parameters, or a
+    /// freeze that leaves nothing to train.
+    pub fn with_frozen(mut self, layers: &[String]) -> Result<Self, ModelError> {
+        let names = |l: &Arc<dyn Layer>| -> Option<String> {
+            l.params()
+                .first()
+                .and_then(|t| t.name.split('.').next().map(str::to_string))
+        };
+        for entry in layers {
+            let Some(i) = self
+                .layers
+                .iter()
+                .position(|l| names(l).as_deref() == Some(entry.as_str()))
+            else {
+                let known: Vec<String> = self.layers.iter().filter_map(names).collect();
+                return Err(ModelError::Freeze {
+                    entry: entry.clone(),
+                    reason: format!(
+                        "no layer with parameters has that index (they are {})",
+                        known.join(", ")
+                    ),
+                });
+            };
+            self.frozen[i] = true;
+        }
+        self.groups = self
+            .layers
+            .iter()
+            .zip(&self.frozen)
+            .filter(|(_, f)| !**f)
+            .flat_map(|(l, _)| l.params().iter().map(|t| (t.name.clone(), t.range.clone())))
+            .collect();
+        if self.groups.is_empty() {
+            return Err(ModelError::Freeze {
+                entry: layers.join(", "),
+                reason: "every layer with parameters is frozen: nothing is left to train".into(),
+            });
+        }
+        Ok(self)
+    }
+
+    /// The parameter ranges of frozen layers (empty without `with_frozen`).
+    pub fn frozen_ranges(&self) -> Vec<Range<usize>> {
+        self.layers
+            .iter()
+            .zip(&self.frozen)
+            .filter(|(_, f)| **f)
+            .flat_map(|(l, _)| l.params().iter().map(|t| t.range.clone()))
+            .collect()
+    }
+
+    /// Zero the coordinates of frozen layers in an update direction `g` `[P]` (what the
+    /// private step released for them, noise included, is discarded: post-processing).
+    pub fn mask_frozen(&self, g: &mut Array1<f64>) {
+        for r in self.frozen_ranges() {
+            g.slice_mut(s![r]).fill(0.0);
+        }
+    }
+
+    /// Every parameter tensor `(name, range)`, frozen ones included, in layer order.
+    pub fn tensors(&self) -> Vec<(String, Range<usize>)> {
+        self.layers
+            .iter()
+            .flat_map(|l| l.params().iter().map(|t| (t.name.clone(), t.range.clone())))
+            .collect()
+    }
+
+    /// Parameter groups `(name, range)` of the layers being trained (all but frozen ones), in
+    /// order: `"{i}.weight"`, `"{i}.bias"` for the `i`-th
     /// layer of the spec (PyTorch's `Sequential` naming).
     pub fn groups(&self) -> &[(String, Range<usize>)] {
         &self.groups
@@ -447,8 +530,16 @@ impl Model {
         let mut total = 0.0f64;
         let mut first = true;
         let mut cache_budget = super::per_sample::CONV_CACHE_LIMIT_BYTES;
-        for layer in self.layers.iter().filter(|l| !l.params().is_empty()) {
+        for (layer, &frozen) in self.layers.iter().zip(&self.frozen) {
+            if layer.params().is_empty() {
+                continue;
+            }
             let macs = layer.forward_macs();
+            if frozen {
+                // Forward, and the input gradient above the first layer being trained.
+                total += 2.0 * batch as f64 * macs * if first { 1.0 } else { 2.0 };
+                continue;
+            }
             let extra = layer.norm_macs(batch, &mut cache_budget);
             let products = if first { 2.0 } else { 3.0 };
             first = false;
@@ -531,10 +622,8 @@ impl Model {
         let n = self.layers.len();
         let batch = dlogits.nrows();
         let mut deltas = vec![None; n];
-        let first = self
-            .layers
-            .iter()
-            .position(|l| !l.params().is_empty())
+        let first = (0..n)
+            .position(|i| !self.layers[i].params().is_empty() && !self.frozen[i])
             .unwrap_or(n);
         let mut d = dlogits;
         for i in (first..n).rev() {
@@ -546,7 +635,7 @@ impl Model {
                 batch,
             };
             let step = self.layers[i].backward(ctx, d, i > first);
-            deltas[i] = step.delta;
+            deltas[i] = if self.frozen[i] { None } else { step.delta };
             d = step.input_gradient.unwrap_or_else(layer::empty);
         }
         deltas

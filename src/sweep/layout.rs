@@ -77,6 +77,11 @@ impl PointDir {
     pub fn seed_summary(&self, seed: u64) -> PathBuf {
         self.seeds().join(format!("{seed}.summary.csv"))
     }
+    /// Seed `seed`'s saved model (written before its summary).
+    pub fn seed_model(&self, seed: u64) -> PathBuf {
+        self.seeds()
+            .join(crate::train::artifact::model_file_name(seed))
+    }
     /// Whether the seed finished: its summary exists (it is written last) and both its files
     /// parse whole ([`check_seed_files`]).
     pub fn is_complete(&self, seed: u64) -> bool {
@@ -411,6 +416,17 @@ fn merge_file(src: &Path, dest: &Path) -> Result<bool, LayoutError> {
     Ok(true)
 }
 
+/// Copy a saved model (binary, up to the largest model dpx builds).
+fn copy_model(src: &Path, dest: &Path) -> Result<(), LayoutError> {
+    const MAX_MODEL_BYTES: u64 = ((crate::model::layer::MAX_PARAMS as u64) << 2) + (16 << 20);
+    let bytes = read_bytes_capped(src, MAX_MODEL_BYTES, "a model file").map_err(text_err)?;
+    if let Some(parent) = dest.parent() {
+        std::fs::create_dir_all(parent).map_err(io(parent))?;
+    }
+    write_atomic(dest, &bytes)?;
+    Ok(())
+}
+
 fn copy_file(src: &Path, dest: &Path) -> Result<(), LayoutError> {
     let bytes = read_bytes_capped(src, MAX_TEXT_BYTES, "a result file").map_err(text_err)?;
     if let Some(parent) = dest.parent() {
@@ -507,6 +523,9 @@ pub fn collect(sources: &[PathBuf], dest: &Path) -> Result<CollectStats, LayoutE
                 }
                 // An incomplete or damaged seed in dest is replaced.
                 copy_file(&sp.seed_metrics(seed), &dp.seed_metrics(seed))?;
+                if sp.seed_model(seed).exists() {
+                    copy_model(&sp.seed_model(seed), &dp.seed_model(seed))?;
+                }
                 copy_file(&sp.seed_summary(seed), &dp.seed_summary(seed))?;
                 stats.seeds_copied += 1;
             }

@@ -630,6 +630,7 @@ pub fn train_seed(
         rows: out_rows,
         summary,
         ledger,
+        params: None,
     })))
 }
 

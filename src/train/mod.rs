@@ -17,6 +17,7 @@
 //! `model`, updates in `optim`.
 
 pub mod accelerated;
+pub mod artifact;
 pub mod memory;
 pub mod metrics;
 pub mod plan;
@@ -63,6 +64,13 @@ pub enum TrainError {
         path: std::path::PathBuf,
         #[source]
         source: ModelError,
+    },
+    /// `model.init_from` could not be read or does not fit the model.
+    #[error("{}: model.init_from: {source}", path.display())]
+    InitFrom {
+        path: std::path::PathBuf,
+        #[source]
+        source: Box<crate::model::artifact::ArtifactError>,
     },
     /// The model's output has fewer classes than the data's labels.
     #[error(

@@ -43,12 +43,24 @@ pub struct Experiment {
     pub spec: ExperimentSpec,
     pub data: PreparedData,
     pub model: Model,
+    /// The parameters of `model.init_from`, when given (every seed starts from them).
+    pub init_from: Option<ndarray::Array1<f32>>,
     pub plan: TrainingPlan,
     /// `[accelerated]` runs: the problem, F* and the accelerated plan.
     pub accelerated: Option<super::accelerated::AcceleratedExperiment>,
 }
 
 impl Experiment {
+    /// Seed `seed`'s initial parameters: `model.init_from`'s, or the seeded initialisation.
+    pub fn initial_params(&self, seed: u64) -> ndarray::Array1<f32> {
+        match &self.init_from {
+            Some(p) => p.clone(),
+            None => self
+                .model
+                .init_params(super::seed::stream_seed(seed, super::seed::STREAM_INIT)),
+        }
+    }
+
     /// Load and prepare the data, build the model, check the spec against both, and plan the
     /// run (calibrating the noise when the budget is given as ε).
     pub fn build(spec: ExperimentSpec, data_dir: &Path) -> Result<Self, TrainError> {
@@ -76,10 +88,12 @@ impl Experiment {
             )?),
             None => None,
         };
+        let init_from = load_init_from(&spec, &model)?;
         Ok(Experiment {
             spec,
             data,
             model,
+            init_from,
             plan,
             accelerated,
         })
@@ -431,15 +445,35 @@ pub fn model_spec(spec: &ExperimentSpec, sample_shape: &[usize], num_classes: us
     m.with_l2(spec.model.l2)
 }
 
+/// The parameters of `model.init_from` for `model`, shape-checked (`None` without it).
+pub fn load_init_from(
+    spec: &ExperimentSpec,
+    model: &Model,
+) -> Result<Option<ndarray::Array1<f32>>, TrainError> {
+    let Some(path) = &spec.model.init_from else {
+        return Ok(None);
+    };
+    model
+        .load_safetensors(path)
+        .map(Some)
+        .map_err(|source| TrainError::InitFrom {
+            path: spec.source.clone(),
+            source: Box::new(source),
+        })
+}
+
 /// Build the model for `spec` and check it fits the data.
 pub fn build_model(spec: &ExperimentSpec, data: &PreparedData) -> Result<Model, TrainError> {
     let path = spec.source.clone();
     let num_classes = data.train.num_classes.max(data.test.num_classes);
     let ms = model_spec(spec, &data.train.sample_shape, num_classes);
-    let model = ms.build().map_err(|source| TrainError::Model {
-        path: path.clone(),
-        source,
-    })?;
+    let model = ms
+        .build()
+        .and_then(|m| m.with_frozen(&spec.model.freeze))
+        .map_err(|source| TrainError::Model {
+            path: path.clone(),
+            source,
+        })?;
     model
         .check_input(data.train.num_features())
         .map_err(|source| TrainError::Model {

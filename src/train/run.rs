@@ -26,10 +26,7 @@ use ndarray::{Array1, Array2, Axis};
 use super::TrainError;
 use super::metrics::{MetricsRow, SeedStatus, SummaryRow};
 use super::prepare::Experiment;
-use super::seed::{
-    NoiseSource, Observer, STREAM_INIT, STREAM_SAMPLING, SeedEnd, SeedResult, stream_rng,
-    stream_seed,
-};
+use super::seed::{NoiseSource, Observer, STREAM_SAMPLING, SeedEnd, SeedResult, stream_rng};
 use crate::config::spec::Sampler as SpecSampler;
 use crate::data::Dataset;
 use crate::data::sampler::{FixedSizeSampler, PoissonSampler, Sampler, ShuffleSampler};
@@ -156,7 +153,7 @@ impl<'a> DpSgdSeed<'a> {
     /// seed's sampling and noise streams.
     fn set_up(exp: &'a Experiment, seed: u64) -> Result<Self, TrainError> {
         let (plan, model) = (&exp.plan, &exp.model);
-        let params = model.init_params(stream_seed(seed, STREAM_INIT));
+        let params = exp.initial_params(seed);
         let opt_state = plan.optimizer.init_state(params.len());
         let sampler = make_sampler(plan.sampler, exp.data.train.len(), plan.sample_rate)?;
         let rng_noise = NoiseSource::of(exp, seed).map_err(|e| TrainError::Step {
@@ -271,6 +268,7 @@ impl<'a> DpSgdSeed<'a> {
         self.ledger.record(plan.step_event(releases));
         g.mapv_inplace(|v| v / plan.expected_batch_size);
         model.add_l2_gradient(self.params.view(), &mut g);
+        model.mask_frozen(&mut g);
         if g.iter().any(|v| !v.is_finite()) {
             return Ok(None);
         }
@@ -416,6 +414,7 @@ impl<'a> DpSgdSeed<'a> {
             rows,
             summary,
             ledger: self.ledger,
+            params: Some(self.params),
         })
     }
 }

@@ -56,6 +56,9 @@ pub struct SeedResult {
     pub rows: Vec<MetricsRow>,
     pub summary: SummaryRow,
     pub ledger: EventLedger,
+    /// The final parameters of a layered model (`None` for `[accelerated]` runs, whose binary
+    /// logistic model has no layers to name); saved as `seeds/<seed>.model.safetensors`.
+    pub params: Option<ndarray::Array1<f32>>,
 }
 
 /// How a call to [`crate::train::train_seed`] ended.

@@ -196,6 +196,14 @@ pub fn validate(raw: &RawConfig, source: &Path) -> Result<ExperimentSpec, Config
     let privacy_enabled = accelerated.is_none() && raw.privacy.enabled.unwrap_or(true);
     let data = v.data(&raw.data)?;
     let model = v.model(&raw.model)?;
+    if accelerated.is_some() {
+        v.absent("model.init_from", &raw.model.init_from, || {
+            "not used by [accelerated] runs (their binary logistic model starts at zero)".into()
+        })?;
+        v.absent("model.freeze", &raw.model.freeze, || {
+            "not used by [accelerated] runs".into()
+        })?;
+    }
     if data.pca_components.is_some()
         && matches!(
             model.architecture,

@@ -8,6 +8,12 @@ pub struct ModelSpec {
     pub architecture: ModelArchitecture,
     /// `model.l2`: coefficient λ of the penalty (λ/2)‖θ‖² added to the mean loss; ≥ 0.
     pub l2: f64,
+    /// `model.init_from`: a saved model (safetensors) whose parameters start training instead
+    /// of the seeded initialisation (relative paths are read from the working directory).
+    pub init_from: Option<std::path::PathBuf>,
+    /// `model.freeze`: layers (by their index in the built model, as the saved model's tensor
+    /// names give them) whose parameters are not trained.
+    pub freeze: Vec<String>,
 }
 
 /// The network. The output layer (one unit per class, or one logit for two classes with
@@ -141,7 +147,47 @@ impl Checker<'_> {
             "a finite number ≥ 0",
             |x| x >= 0.0,
         )?;
-        Ok(ModelSpec { architecture, l2 })
+        let init_from = match &m.init_from {
+            None => None,
+            Some(p) if p.trim().is_empty() => {
+                return Err(self.range(
+                    "model.init_from",
+                    "the path of a saved model (.safetensors)",
+                    "an empty string".into(),
+                ));
+            }
+            Some(p) => Some(std::path::PathBuf::from(p)),
+        };
+        let freeze = m.freeze.clone().unwrap_or_default();
+        if freeze.len() > 1024 {
+            return Err(self.range(
+                "model.freeze",
+                "at most 1024 layer names",
+                format!("{} names", freeze.len()),
+            ));
+        }
+        for (i, name) in freeze.iter().enumerate() {
+            if name.is_empty() || !name.chars().all(|c| c.is_ascii_digit()) {
+                return Err(self.range(
+                    "model.freeze",
+                    "layer indices written as strings, e.g. [\"0\", \"2\"] (the prefix of the saved model's tensor names)",
+                    format!("{name:?}"),
+                ));
+            }
+            if freeze[..i].contains(name) {
+                return Err(self.range(
+                    "model.freeze",
+                    "distinct layer names",
+                    format!("{name:?} twice"),
+                ));
+            }
+        }
+        Ok(ModelSpec {
+            architecture,
+            l2,
+            init_from,
+            freeze,
+        })
     }
 
     pub(super) fn layer(&self, i: usize, l: &RawLayer) -> R<LayerSpec> {

@@ -98,6 +98,53 @@ impl Layer for Conv2d {
         init_uniform_fan_in(rng, params, self.window.patch_len(), &self.tensors);
     }
 
+    fn saved_shape(&self, t: usize) -> Vec<usize> {
+        let g = &self.window;
+        match t {
+            0 => vec![self.out_channels, g.channels, g.kernel, g.kernel],
+            _ => vec![self.out_channels],
+        }
+    }
+
+    /// The weight `[C_out, kh, kw, C_in]` to PyTorch's `[C_out, C_in, kh, kw]`.
+    fn saved_layout(&self, t: usize, stored: &[f32]) -> Vec<f32> {
+        if t != 0 {
+            return stored.to_vec();
+        }
+        let (k, c) = (self.window.kernel, self.window.channels);
+        let mut out = vec![0.0f32; stored.len()];
+        for (src, dst) in stored
+            .chunks_exact(k * k * c)
+            .zip(out.chunks_exact_mut(k * k * c))
+        {
+            for tap in 0..k * k {
+                for ch in 0..c {
+                    dst[ch * k * k + tap] = src[tap * c + ch];
+                }
+            }
+        }
+        out
+    }
+
+    fn stored_layout(&self, t: usize, saved: &[f32]) -> Vec<f32> {
+        if t != 0 {
+            return saved.to_vec();
+        }
+        let (k, c) = (self.window.kernel, self.window.channels);
+        let mut out = vec![0.0f32; saved.len()];
+        for (src, dst) in saved
+            .chunks_exact(k * k * c)
+            .zip(out.chunks_exact_mut(k * k * c))
+        {
+            for tap in 0..k * k {
+                for ch in 0..c {
+                    dst[tap * c + ch] = src[ch * k * k + tap];
+                }
+            }
+        }
+        out
+    }
+
     fn keeps_input(&self) -> bool {
         true
     }

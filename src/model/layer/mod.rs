@@ -163,6 +163,21 @@ pub trait Layer: fmt::Debug + Send + Sync {
     /// Fill the layer's parameters from `rng` (called in layer order on one stream).
     fn init_params(&self, _rng: &mut ChaCha12Rng, _params: &mut Array1<f32>) {}
 
+    /// The shape of tensor `t` in a saved model (PyTorch's layout); by default its storage shape.
+    fn saved_shape(&self, t: usize) -> Vec<usize> {
+        self.params()[t].shape.clone()
+    }
+
+    /// Tensor `t`'s values (`stored`, in storage order) in the saved layout.
+    fn saved_layout(&self, _t: usize, stored: &[f32]) -> Vec<f32> {
+        stored.to_vec()
+    }
+
+    /// The inverse of [`Layer::saved_layout`]: values in the saved layout back in storage order.
+    fn stored_layout(&self, _t: usize, saved: &[f32]) -> Vec<f32> {
+        saved.to_vec()
+    }
+
     /// Whether the backward pass (or the per-sample gradients) read the layer's input.
     fn keeps_input(&self) -> bool {
         false
