@@ -9,6 +9,8 @@
 //!   noise source. [`train_seed`] runs one seed with the loop its experiment needs.
 //! - [`run`]: the DP-SGD step loop of one seed in named phases (set-up, step, evaluation, end).
 //! - [`metrics`]: the rows written to `metrics.csv` and `summary.csv`.
+//! - [`checkpoint`]: mid-run checkpoints of a DP-SGD seed (its whole state between steps, the
+//!   file format and its checks), from which `dpx run --resume` continues bit for bit.
 //! - [`accelerated`]: `[accelerated]` runs (Kuru et al. 2020): their plan (α_t, β_t, ε_t, Laplace
 //!   scales, T'), F* and their step loop, beside `run`'s (neither imports the other).
 //!
@@ -17,6 +19,7 @@
 //! `model`, updates in `optim`.
 
 pub mod accelerated;
+pub mod checkpoint;
 pub mod memory;
 pub mod metrics;
 pub mod plan;
@@ -45,6 +48,28 @@ pub fn train_seed(
     match &exp.accelerated {
         Some(acc) => accelerated::train_seed(exp, acc, seed, observer, cancel),
         None => run::train_seed(exp, seed, observer, cancel),
+    }
+}
+
+/// [`train_seed`] with checkpoints (`run::train_seed_checkpointed`): written as `checkpoints`
+/// says, and `resume` continues a seed from one. DP-SGD loops only: an `[accelerated]` experiment
+/// is refused when either is given.
+pub fn train_seed_checkpointed(
+    exp: &prepare::Experiment,
+    seed: u64,
+    observer: &dyn Observer,
+    cancel: &std::sync::atomic::AtomicBool,
+    checkpoints: Option<&checkpoint::Checkpointing>,
+    resume: Option<checkpoint::SeedState>,
+) -> Result<SeedEnd, TrainError> {
+    match &exp.accelerated {
+        Some(_) if checkpoints.is_some() || resume.is_some() => Err(TrainError::Step {
+            seed,
+            step: 0,
+            reason: "[accelerated] runs do not write or resume checkpoints".into(),
+        }),
+        Some(acc) => accelerated::train_seed(exp, acc, seed, observer, cancel),
+        None => run::train_seed_checkpointed(exp, seed, observer, cancel, checkpoints, resume),
     }
 }
 
