@@ -3,7 +3,8 @@
 //! an uninterrupted run (every CSV; `summary.csv` but for `seconds`); the checkpoints are
 //! owner-only and gone once their seeds finish; a checkpoint of another seed is refused with
 //! exit 2 naming the file, a damaged one is noted and its seed trained again from step 0; an
-//! `[accelerated]` run refuses `--checkpoint-every`.
+//! `[accelerated]` run checkpoints too (its resumption is tested bit for bit in
+//! `src/train/checkpoint/tests.rs`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command as Process, Stdio};
@@ -288,7 +289,7 @@ fn another_seeds_checkpoint_is_refused_and_a_damaged_one_restarts_the_seed() {
 }
 
 #[test]
-fn an_accelerated_run_refuses_checkpoint_every() {
+fn an_accelerated_run_checkpoints_to_the_same_results_and_cleans_up() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = dir.path().join("acc.toml");
     std::fs::write(
@@ -296,7 +297,7 @@ fn an_accelerated_run_refuses_checkpoint_every() {
         r#"
 [experiment]
 name = "acc"
-seeds = [0]
+seeds = [0, 1]
 [data]
 dataset = "logistic_synthetic"
 [data.synthetic]
@@ -310,23 +311,36 @@ l2 = 0.02
 [train]
 steps = 20
 sampler = "fixed_size"
-batch_size = 500
+batch_size = 100
+eval_every_steps = 4
 [accelerated]
-method = "gd"
+method = "heavy_ball"
 epsilon = 1.0
 "#,
     )
     .unwrap();
-    dpx()
-        .args(["run", "--checkpoint-every", "5", "--out"])
-        .arg(dir.path().join("out"))
-        .arg(&cfg)
-        .env("DPX_DATA_DIR", dir.path())
-        .assert()
-        .code(2)
-        .stderr(
-            predicate::str::contains("--checkpoint-every")
-                .and(predicate::str::contains("accelerated")),
+    let run = |out: &str, extra: &[&str]| {
+        dpx()
+            .args(["run", "--quiet", "--out"])
+            .arg(dir.path().join(out))
+            .arg(&cfg)
+            .args(extra)
+            .env("DPX_DATA_DIR", dir.path())
+            .assert()
+            .success();
+        dir.path().join(out)
+    };
+    let plain = run("plain", &[]);
+    let checkpointed = run("checkpointed", &["--checkpoint-every", "3"]);
+    for f in ["metrics.csv", "seeds/0.metrics.csv", "seeds/1.metrics.csv"] {
+        assert_eq!(
+            std::fs::read(plain.join(f)).unwrap(),
+            std::fs::read(checkpointed.join(f)).unwrap(),
+            "{f}"
         );
-    assert!(!dir.path().join("out").exists(), "nothing written");
+    }
+    assert!(
+        checkpoints(&checkpointed).is_empty(),
+        "checkpoints left behind"
+    );
 }

@@ -55,7 +55,7 @@ pub struct RunArgs {
     /// Write each unfinished seed's whole state to `seeds/<seed>.checkpoint` every STEPS steps
     /// and when interrupted (Ctrl-C, SIGTERM); `--resume` continues the seed from there, with
     /// the same results as an uninterrupted run. Default: off. The file holds the noise stream:
-    /// it is owner-only and deleted when the seed finishes. DP-SGD runs only.
+    /// it is owner-only and deleted when the seed finishes.
     #[arg(long, value_name = "STEPS", value_parser = clap::value_parser!(u64).range(1..))]
     pub checkpoint_every: Option<u64>,
     /// The data directory (default: `$DPX_DATA_DIR`, else `data`).
@@ -316,8 +316,9 @@ fn load_checkpoint(
         return Ok(None);
     }
     // Bounded by what this experiment's state can take: parameters and optimizer/clipping
-    // vectors, a permutation of the data, the rows, plus room for the ledger.
-    let p = exp.model.num_params() as u64;
+    // vectors (or an accelerated run's iterates), a permutation of the data, the rows, plus room
+    // for the ledger.
+    let p = (exp.model.num_params() as u64).max(exp.data.train.num_features() as u64 + 1);
     let n = exp.data.train.len() as u64;
     let rows = exp.plan.eval_steps().len() as u64;
     let limit = (64u64 << 20)
@@ -381,12 +382,6 @@ pub fn build_experiment(config: &Path, data_dir: Option<&Path>) -> anyhow::Resul
 /// Run `dpx run`.
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let exp = build_experiment(&args.config, args.data_dir.as_deref())?;
-    if args.checkpoint_every.is_some() && exp.accelerated.is_some() {
-        return Err(crate::bad_input!(
-            "--checkpoint-every: {} is an [accelerated] run, which does not write checkpoints (its seeds resume from step 0)",
-            args.config.display()
-        ));
-    }
     let out = OutputDir {
         root: args
             .out
@@ -480,7 +475,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     // Every unfinished seed's checkpoint is read and checked before any seed trains.
     let mut jobs: Vec<(u64, Option<SeedState>)> = Vec::with_capacity(todo.len());
     for &s in &todo {
-        let state = if args.resume && exp.accelerated.is_none() {
+        let state = if args.resume {
             load_checkpoint(&exp, &out, &resolved, s)?
         } else {
             None

@@ -9,7 +9,7 @@
 //!   noise source. [`train_seed`] runs one seed with the loop its experiment needs.
 //! - [`run`]: the DP-SGD step loop of one seed in named phases (set-up, step, evaluation, end).
 //! - [`metrics`]: the rows written to `metrics.csv` and `summary.csv`.
-//! - [`checkpoint`]: mid-run checkpoints of a DP-SGD seed (its whole state between steps, the
+//! - [`checkpoint`]: mid-run checkpoints of a seed (its whole state between steps, the
 //!   file format and its checks), from which `dpx run --resume` continues bit for bit.
 //! - [`accelerated`]: `[accelerated]` runs (Kuru et al. 2020): their plan (α_t, β_t, ε_t, Laplace
 //!   scales, T'), F* and their step loop, beside `run`'s (neither imports the other).
@@ -51,9 +51,8 @@ pub fn train_seed(
     }
 }
 
-/// [`train_seed`] with checkpoints (`run::train_seed_checkpointed`): written as `checkpoints`
-/// says, and `resume` continues a seed from one. DP-SGD loops only: an `[accelerated]` experiment
-/// is refused when either is given.
+/// [`train_seed`] with checkpoints: written as `checkpoints` says, and `resume` continues a seed
+/// from one (`run::train_seed_checkpointed`, `accelerated::train_seed_checkpointed`).
 pub fn train_seed_checkpointed(
     exp: &prepare::Experiment,
     seed: u64,
@@ -63,12 +62,15 @@ pub fn train_seed_checkpointed(
     resume: Option<checkpoint::SeedState>,
 ) -> Result<SeedEnd, TrainError> {
     match &exp.accelerated {
-        Some(_) if checkpoints.is_some() || resume.is_some() => Err(TrainError::Step {
+        Some(acc) => accelerated::train_seed_checkpointed(
+            exp,
+            acc,
             seed,
-            step: 0,
-            reason: "[accelerated] runs do not write or resume checkpoints".into(),
-        }),
-        Some(acc) => accelerated::train_seed(exp, acc, seed, observer, cancel),
+            observer,
+            cancel,
+            checkpoints,
+            resume,
+        ),
         None => run::train_seed_checkpointed(exp, seed, observer, cancel, checkpoints, resume),
     }
 }

@@ -159,7 +159,7 @@ pub fn train_seed_checkpointed(
             run.window.reset();
         }
         if let Some(c) = checkpoints
-            && c.every.is_some_and(|every| (t + 1) % every == 0)
+            && c.every.is_some_and(|every| (t + 1).is_multiple_of(every))
             && t + 1 < total
         {
             run.save_checkpoint(c, &rows)?;
@@ -301,6 +301,7 @@ impl<'a> DpSgdSeed<'a> {
             },
             loss_sum: self.loss_sum,
             loss_count: self.loss_count as u64,
+            iterates: None,
         }
     }
 

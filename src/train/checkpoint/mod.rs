@@ -1,4 +1,4 @@
-//! Mid-run checkpoints of one DP-SGD seed (room: `train`): what a seed carries between steps
+//! Mid-run checkpoints of one seed (room: `train`): what a seed carries between steps
 //! ([`SeedState`]), its file format, and the checks that a checkpoint belongs to this run.
 //!
 //! A checkpoint holds everything the next step reads, so a seed resumed from it continues bit for
@@ -9,7 +9,9 @@
 //! step, so its position is the noise source's whole state), the privacy ledger, the metrics rows
 //! written so far, the open evaluation window (training loss, clipping counts) and the step.
 //! With `privacy.secure_noise = true` there is no noise stream to save: a resumed seed draws
-//! fresh OS-seeded noise (not byte-identical, as secure runs never are).
+//! fresh OS-seeded noise (not byte-identical, as secure runs never are). An `[accelerated]` seed
+//! saves its iterates (x_t, x_{t−1}, the EMA) instead of parameters, optimizer and clipping
+//! state, with the same streams, ledger and rows.
 //!
 //! Format (version [`FORMAT_VERSION`]), little-endian:
 //!
@@ -83,7 +85,18 @@ pub struct WindowState {
     pub examples: u64,
 }
 
-/// Everything one DP-SGD seed carries from step `step − 1` to step `step`.
+/// The iterates of an `[accelerated]` seed (`optim::accelerated::AcceleratedState`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Iterates {
+    pub x: Vec<f64>,
+    pub x_prev: Vec<f64>,
+    pub ema: Vec<f64>,
+    pub steps: u64,
+}
+
+/// Everything one seed carries from step `step − 1` to step `step`. A DP-SGD seed fills every
+/// field but `iterates`; an `[accelerated]` seed has `iterates`, the streams, the ledger and the
+/// rows, and leaves the DP-SGD fields empty (no parameters, optimizer, clipping or window state).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SeedState {
     /// Steps taken (the next step is `step`).
@@ -102,6 +115,8 @@ pub struct SeedState {
     pub window: WindowState,
     pub loss_sum: f64,
     pub loss_count: u64,
+    /// `[accelerated]` seeds only.
+    pub iterates: Option<Iterates>,
 }
 
 /// Why a checkpoint cannot be used.
@@ -234,6 +249,16 @@ pub fn encode(state: &SeedState, resolved_config: &str, seed: u64) -> Vec<u8> {
     w.u64(win.examples);
     w.f64(state.loss_sum);
     w.u64(state.loss_count);
+    match &state.iterates {
+        None => w.u8(0),
+        Some(it) => {
+            w.u8(1);
+            w.f64s(&it.x);
+            w.f64s(&it.x_prev);
+            w.f64s(&it.ema);
+            w.u64(it.steps);
+        }
+    }
 
     let body = w.bytes;
     let mut out = Vec::with_capacity(body.len() + 28);
@@ -350,6 +375,16 @@ pub fn decode(
     };
     let loss_sum = r.f64("training loss")?;
     let loss_count = r.u64("training loss")?;
+    let iterates = match r.u8("iterates")? {
+        0 => None,
+        1 => Some(Iterates {
+            x: r.f64s("iterates")?,
+            x_prev: r.f64s("iterates")?,
+            ema: r.f64s("iterates")?,
+            steps: r.u64("iterates")?,
+        }),
+        t => return Err(r.damaged(format!("iterates: unknown tag {t}")).into()),
+    };
     r.finish()?;
     Ok(SeedState {
         step,
@@ -365,6 +400,7 @@ pub fn decode(
         window,
         loss_sum,
         loss_count,
+        iterates,
     })
 }
 
@@ -375,17 +411,37 @@ pub fn validate(exp: &Experiment, seed: u64, state: &SeedState) -> Result<(), Ch
     let bad = |what: String| Err(CheckpointError::Damaged(what));
     let plan = &exp.plan;
     let p = exp.model.num_params();
-    if exp.accelerated.is_some() {
-        return bad("an [accelerated] run has no DP-SGD checkpoint".into());
-    }
-    if !(1..plan.steps).contains(&state.step) {
+    let total = exp
+        .accelerated
+        .as_ref()
+        .map_or(plan.steps, |a| a.plan.steps);
+    if !(1..total).contains(&state.step) {
         return bad(format!(
-            "step {} is not within the run's {} steps",
-            state.step, plan.steps
+            "step {} is not within the run's {total} steps",
+            state.step
         ));
     }
     if !(state.seconds.is_finite() && state.seconds >= 0.0) {
         return bad(format!("seconds {}", state.seconds));
+    }
+    check_ledger_and_rows(exp, seed, state)?;
+    if let Some(acc) = &exp.accelerated {
+        let d = acc.train.dim();
+        let fits = state.iterates.as_ref().is_some_and(|it| {
+            it.x.len() == d && it.x_prev.len() == d && it.ema.len() == d && it.steps == state.step
+        });
+        let empty = state.params.is_empty()
+            && state.optimizer == OptimizerState::default()
+            && state.clip == ClipState::Stateless
+            && state.shuffle.is_none()
+            && matches!(state.noise, NoiseState::Seeded { .. });
+        if !(fits && empty) {
+            return bad("not the state of an [accelerated] seed of this run".into());
+        }
+        return check_streams(state);
+    }
+    if state.iterates.is_some() {
+        return bad("the state of an [accelerated] seed".into());
     }
     if state.params.len() != p {
         return bad(format!(
@@ -428,27 +484,45 @@ pub fn validate(exp: &Experiment, seed: u64, state: &SeedState) -> Result<(), Ch
         }
         (None, _) => {}
     }
-    // ChaCha12 streams have 2^68 words.
+    check_streams(state)
+}
+
+/// The stream positions lie within ChaCha12's 2^68 words.
+fn check_streams(state: &SeedState) -> Result<(), CheckpointError> {
     let words = 1u128 << 68;
     let noise_fits = match state.noise {
         NoiseState::Seeded { word_pos } => word_pos < words,
         NoiseState::Secure => true,
     };
     if state.sampling_word_pos >= words || !noise_fits {
-        return bad("a random stream position beyond the stream".into());
+        return Err(CheckpointError::Damaged(
+            "a random stream position beyond the stream".into(),
+        ));
     }
-    let recorded: u64 = state.ledger.runs().iter().map(|(_, c)| *c).sum();
+    Ok(())
+}
+
+/// One event per step taken in the ledger, and the rows of the evaluations up to the step.
+fn check_ledger_and_rows(
+    exp: &Experiment,
+    seed: u64,
+    state: &SeedState,
+) -> Result<(), CheckpointError> {
+    let bad = |what: String| Err(CheckpointError::Damaged(what));
+    let recorded = (state.ledger.runs().iter()).fold(0u64, |a, (_, c)| a.saturating_add(*c));
     if recorded != state.step {
         return bad(format!(
             "the privacy ledger records {recorded} steps, the checkpoint is at step {}",
             state.step
         ));
     }
-    let evals: Vec<u64> = plan
-        .eval_steps()
-        .into_iter()
-        .take_while(|&s| s <= state.step)
-        .collect();
+    let evals: Vec<u64> = match &exp.accelerated {
+        Some(a) => super::accelerated::eval_steps(exp, a.plan.steps),
+        None => exp.plan.eval_steps(),
+    }
+    .into_iter()
+    .take_while(|&s| s <= state.step)
+    .collect();
     let steps: Vec<u64> = state.rows.iter().map(|r| r.step).collect();
     if steps != evals || state.rows.iter().any(|r| r.seed != seed) {
         return bad(format!(

@@ -376,3 +376,74 @@ fn damaged_files_are_refused_never_a_panic() {
     state.params.pop();
     assert!(validate(&exp, SEED, &state).is_err());
 }
+
+fn accelerated_experiment(dir: &Path, accelerated: &str, batch: usize) -> (Experiment, String) {
+    let text = format!(
+        r#"
+[experiment]
+name = "acc"
+seeds = [3]
+[data]
+dataset = "logistic_synthetic"
+[data.synthetic]
+n_train = 600
+n_test = 200
+n_features = 8
+seed = 1
+[model]
+architecture = "logistic"
+l2 = 0.02
+[train]
+steps = 40
+sampler = "fixed_size"
+batch_size = {batch}
+eval_every_steps = 5
+[accelerated]
+{accelerated}
+"#
+    );
+    let spec = crate::config::load_str(&text, Path::new("acc.toml")).unwrap();
+    let resolved = spec.to_resolved_toml();
+    (Experiment::build(spec, dir).unwrap(), resolved)
+}
+
+#[test]
+fn accelerated_methods_resume_bit_for_bit() {
+    let dir = tempfile::tempdir().unwrap();
+    for (accelerated, batch) in [
+        ("method = \"gd\"\nepsilon = 2.0", 100),
+        ("method = \"heavy_ball_ema\"\nepsilon = 1.0", 600),
+        (
+            "method = \"nesterov\"\nepsilon = 1.0\nnoise_dividing = true\nselect_steps = false",
+            100,
+        ),
+        (
+            "method = \"masg\"\nepsilon = 1.0\nnoise_dividing = true\nselect_steps = false",
+            100,
+        ),
+    ] {
+        let (exp, resolved) = accelerated_experiment(dir.path(), accelerated, batch);
+        let total = exp.accelerated.as_ref().unwrap().plan.steps;
+        assert!(total > 10, "{accelerated}: {total} steps");
+        let results = straight_and_resumed(&exp, &resolved, 7);
+        let straight = without_seconds(results[0].clone());
+        for r in &results[1..] {
+            let r = without_seconds(r.clone());
+            assert_eq!(r.ledger, straight.ledger, "{accelerated}");
+            assert_eq!(r.rows, straight.rows, "{accelerated}");
+            assert_eq!(r.summary, straight.summary, "{accelerated}");
+        }
+    }
+}
+
+#[test]
+fn a_dp_sgd_checkpoint_does_not_fit_an_accelerated_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let (exp, _) = accelerated_experiment(dir.path(), "method = \"gd\"\nepsilon = 2.0", 100);
+    let (_, resolved, bytes) = sample_file();
+    let state = decode(&bytes, &resolved, SEED).unwrap();
+    assert!(matches!(
+        validate(&exp, SEED, &state),
+        Err(CheckpointError::Damaged(_))
+    ));
+}
