@@ -406,7 +406,8 @@ pub fn decode(
 
 /// Check that `state` fits seed `seed` of `exp`: the shapes of every vector, the kind of each
 /// state, the evaluation rows of the steps taken, and a ledger holding exactly one event per
-/// step taken (so a resumed seed never under-counts what it released).
+/// step taken, equal to the plan's events for those steps (so a resumed seed never under-counts
+/// what it released).
 pub fn validate(exp: &Experiment, seed: u64, state: &SeedState) -> Result<(), CheckpointError> {
     let bad = |what: String| Err(CheckpointError::Damaged(what));
     let plan = &exp.plan;
@@ -515,6 +516,15 @@ fn check_ledger_and_rows(
             "the privacy ledger records {recorded} steps, the checkpoint is at step {}",
             state.step
         ));
+    }
+    // Every step's events are the plan's (a test holds runs to it), so the ledger of the steps
+    // taken must be exactly the plan's: a file whose ledger would under-count is refused.
+    let planned = match &exp.accelerated {
+        Some(a) => a.plan.planned_ledger(state.step),
+        None => exp.plan.planned_ledger(state.step),
+    };
+    if state.ledger != planned {
+        return bad("the privacy ledger is not the plan's events for the steps taken".into());
     }
     let evals: Vec<u64> = match &exp.accelerated {
         Some(a) => super::accelerated::eval_steps(exp, a.plan.steps),

@@ -372,6 +372,24 @@ fn damaged_files_are_refused_never_a_panic() {
         validate(&exp, SEED, &state),
         Err(CheckpointError::Damaged(m)) if m.contains("ledger")
     ));
+    // A ledger with the right count but a weaker event (a larger σ) would under-count ε.
+    let mut state = decode(&bytes, &resolved, SEED).unwrap();
+    let (event, count) = state.ledger.runs()[0].clone();
+    let weaker = match event {
+        crate::privacy::event::DpEvent::PoissonSampled { sample_rate, .. } => {
+            crate::privacy::event::DpEvent::poisson_sampled(
+                sample_rate,
+                crate::privacy::event::DpEvent::gaussian(100.0),
+            )
+        }
+        other => panic!("unexpected step event {other:?}"),
+    };
+    state.ledger = EventLedger::new();
+    state.ledger.record_many(weaker, count);
+    assert!(matches!(
+        validate(&exp, SEED, &state),
+        Err(CheckpointError::Damaged(m)) if m.contains("plan")
+    ));
     let mut state = decode(&bytes, &resolved, SEED).unwrap();
     state.params.pop();
     assert!(validate(&exp, SEED, &state).is_err());
