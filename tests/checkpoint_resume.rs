@@ -1,7 +1,8 @@
 //! Mid-run checkpoints on the built binary: a run SIGKILLed at a random point after its first
 //! checkpoint, or stopped by SIGTERM, and then resumed with `--resume` writes the same bytes as
 //! an uninterrupted run (every CSV; `summary.csv` but for `seconds`); the checkpoints are
-//! owner-only and gone once their seeds finish; a checkpoint of another seed is refused with
+//! owner-only and gone once their seeds finish; with secure noise a resumed seed draws fresh
+//! noise and every ε equals an uninterrupted run's; a checkpoint of another seed is refused with
 //! exit 2 naming the file, a damaged one is noted and its seed trained again from step 0; an
 //! `[accelerated]` run checkpoints too (its resumption is tested bit for bit in
 //! `src/train/checkpoint/tests.rs`).
@@ -21,6 +22,11 @@ const SEEDS: [u64; 3] = [0, 1, 2];
 const EVERY: &str = "40";
 
 fn config(dir: &Path) -> PathBuf {
+    config_with(dir, "")
+}
+
+/// The experiment with `privacy_extra` appended to its `[privacy]` table.
+fn config_with(dir: &Path, privacy_extra: &str) -> PathBuf {
     let text = r#"
 [experiment]
 name = "ckpt"
@@ -58,7 +64,7 @@ epsilon = 3.0
 delta = 1e-5
 "#;
     let path = dir.join("ckpt.toml");
-    std::fs::write(&path, text).unwrap();
+    std::fs::write(&path, format!("{text}{privacy_extra}\n")).unwrap();
     path
 }
 
@@ -215,15 +221,11 @@ fn sigkill_after_a_checkpoint_then_resume_equals_an_uninterrupted_run() {
     assert_same_outputs(&reference, &out);
 }
 
+/// Start a run that never checkpoints periodically, SIGTERM it a random while into training and
+/// check that it exits as interrupted (the checkpoint it leaves is the interrupt's).
 #[cfg(unix)]
-#[test]
-fn sigterm_writes_a_checkpoint_and_resume_equals_an_uninterrupted_run() {
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = config(dir.path());
-    let reference = reference(dir.path(), &cfg);
-    let out = dir.path().join("stopped");
-    // Never a periodic checkpoint: the one written is the interrupt's.
-    let mut child = spawn(&cfg, &out, &["--checkpoint-every", "100000000"]);
+fn sigterm_mid_run(cfg: &Path, out: &Path) {
+    let mut child = spawn(cfg, out, &["--checkpoint-every", "100000000"]);
     let start = Instant::now();
     while !out.join("seeds").exists() {
         assert!(start.elapsed() < Duration::from_secs(120), "no output");
@@ -236,6 +238,16 @@ fn sigterm_writes_a_checkpoint_and_resume_equals_an_uninterrupted_run() {
     assert!(sent.success());
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130), "SIGTERM is an interruption");
+}
+
+#[cfg(unix)]
+#[test]
+fn sigterm_writes_a_checkpoint_and_resume_equals_an_uninterrupted_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path());
+    let reference = reference(dir.path(), &cfg);
+    let out = dir.path().join("stopped");
+    sigterm_mid_run(&cfg, &out);
     assert_eq!(checkpoints(&out).len(), 1, "the seed in flight checkpoints");
     dpx()
         .args(["run", "--threads", "1", "--resume", "--out"])
@@ -342,4 +354,50 @@ epsilon = 1.0
         checkpoints(&checkpointed).is_empty(),
         "checkpoints left behind"
     );
+}
+
+/// Secure noise: the checkpoint holds no noise state, the resumed seed draws fresh noise, and the
+/// ledger is complete: ε in every row and summary equals an uninterrupted secure run's.
+#[cfg(unix)]
+#[test]
+fn secure_noise_resumes_with_fresh_noise_and_the_same_epsilon() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config_with(dir.path(), "secure_noise = true");
+    let reference = reference(dir.path(), &cfg);
+    let out = dir.path().join("secure");
+    sigterm_mid_run(&cfg, &out);
+    assert_eq!(checkpoints(&out).len(), 1);
+    dpx()
+        .args(["run", "--threads", "1", "--resume", "--out"])
+        .arg(&out)
+        .arg(&cfg)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "secure noise: fresh noise from here on",
+        ));
+    let columns = |path: &Path, names: &[&str]| -> Vec<Vec<String>> {
+        let mut r = csv::Reader::from_path(path).unwrap();
+        let header = r.headers().unwrap().clone();
+        let idx: Vec<usize> = names
+            .iter()
+            .map(|n| header.iter().position(|h| h == *n).unwrap())
+            .collect();
+        r.records()
+            .map(|rec| {
+                let rec = rec.unwrap();
+                idx.iter().map(|&i| rec[i].to_string()).collect()
+            })
+            .collect()
+    };
+    let metrics = ["seed", "step", "epsilon", "delta", "noise_multiplier"];
+    let summary = ["seed", "status", "steps", "epsilon", "noise_mode"];
+    assert_eq!(
+        columns(&reference.join("metrics.csv"), &metrics),
+        columns(&out.join("metrics.csv"), &metrics)
+    );
+    let resumed = columns(&out.join("summary.csv"), &summary);
+    assert_eq!(columns(&reference.join("summary.csv"), &summary), resumed);
+    assert!(resumed.iter().all(|r| r[4] == "secure"));
+    assert!(checkpoints(&out).is_empty());
 }
