@@ -472,6 +472,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             out.remove_checkpoint(s)?;
         }
     }
+    // An accelerated run may stop at T' < train.steps (the noise-dividing step choice).
+    let total_steps = exp
+        .accelerated
+        .as_ref()
+        .map_or(plan.steps, |a| a.plan.steps);
     // Every unfinished seed's checkpoint is read and checked before any seed trains.
     let mut jobs: Vec<(u64, Option<SeedState>)> = Vec::with_capacity(todo.len());
     for &s in &todo {
@@ -487,7 +492,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             eprintln!(
                 "resuming: seed {s} from its checkpoint at step {} of {}{}",
                 st.step,
-                plan.steps,
+                total_steps,
                 if fresh {
                     " (secure noise: fresh noise from here on)"
                 } else {
@@ -512,11 +517,6 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         // Ctrl-C keeps its default behaviour, and completed seeds are still on disk.
         let _ = ctrlc::set_handler(move || cancel.store(true, Ordering::SeqCst));
     }
-    // An accelerated run may stop at T' < train.steps (the noise-dividing step choice).
-    let total_steps = exp
-        .accelerated
-        .as_ref()
-        .map_or(plan.steps, |a| a.plan.steps);
     let progress = Progress::new(&todo, total_steps, args.quiet);
     let results: Vec<(u64, anyhow::Result<Option<SeedStatus>>)> = pool.install(|| {
         jobs.into_par_iter()
