@@ -346,6 +346,7 @@ fn every_flag_with_random_values_answers_cleanly() {
                 ("--threads", Some("1".into())),
                 ("--data-dir", Some(data.clone())),
                 ("--max-memory", None),
+                ("--checkpoint-every", None),
             ],
         ),
         (

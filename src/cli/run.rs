@@ -8,10 +8,14 @@
 //! - `seeds/<seed>.metrics.csv` and `seeds/<seed>.summary.csv`: written when a seed finishes (the
 //!   summary last, so its presence marks the seed complete);
 //! - `metrics.csv` and `summary.csv`: every finished seed, in the config's seed order, rebuilt
-//!   from the per-seed files after the run.
+//!   from the per-seed files after the run;
+//! - `seeds/<seed>.checkpoint` (`--checkpoint-every`): an unfinished seed's whole state
+//!   ([`crate::train::checkpoint`]), owner-only, deleted when the seed finishes.
 //!
-//! `--resume` skips seeds already complete (files that parse whole; a damaged seed runs again); Ctrl-C stops the seeds in flight, keeps the finished
-//! ones, and exits with code 130.
+//! `--resume` skips seeds already complete (files that parse whole; a damaged seed runs again)
+//! and continues each unfinished seed from its checkpoint, if it has one. Ctrl-C (or SIGTERM)
+//! stops the seeds in flight (writing their checkpoints with `--checkpoint-every`), keeps the
+//! finished ones, and exits with code 130.
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -25,11 +29,12 @@ use rayon::prelude::*;
 
 use super::bad_input;
 use crate::config::spec::Threads;
-use crate::report::atomic::write_atomic;
+use crate::report::atomic::{write_atomic, write_atomic_private};
 use crate::train::artifact::model_file_bytes;
+use crate::train::checkpoint::{self, CheckpointError, CheckpointSink, Checkpointing, SeedState};
 use crate::train::metrics::{MetricsRow, SeedStatus};
 use crate::train::prepare::Experiment;
-use crate::train::{Observer, SeedEnd, train_seed};
+use crate::train::{Observer, SeedEnd, train_seed_checkpointed};
 
 /// Arguments of `dpx run`.
 #[derive(Debug, clap::Args)]
@@ -48,6 +53,12 @@ pub struct RunArgs {
     /// Replace the results already in the output directory.
     #[arg(long)]
     pub overwrite: bool,
+    /// Write each unfinished seed's whole state to `seeds/<seed>.checkpoint` every STEPS steps
+    /// and when interrupted (Ctrl-C, SIGTERM); `--resume` continues the seed from there, with
+    /// the same results as an uninterrupted run. Default: off. The file holds the noise stream:
+    /// it is owner-only and deleted when the seed finishes.
+    #[arg(long, value_name = "STEPS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub checkpoint_every: Option<u64>,
     /// The data directory (default: `$DPX_DATA_DIR`, else `data`).
     #[arg(long, env = "DPX_DATA_DIR", value_parser = super::parse_data_dir)]
     pub data_dir: Option<PathBuf>,
@@ -87,6 +98,19 @@ impl OutputDir {
     pub fn seed_model(&self, seed: u64) -> PathBuf {
         self.seeds()
             .join(crate::train::artifact::model_file_name(seed))
+    }
+    pub fn seed_checkpoint(&self, seed: u64) -> PathBuf {
+        self.seeds().join(format!("{seed}.checkpoint"))
+    }
+    /// Delete seed `seed`'s checkpoint, if any (its seed has finished).
+    fn remove_checkpoint(&self, seed: u64) -> anyhow::Result<()> {
+        let path = self.seed_checkpoint(seed);
+        match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(anyhow::anyhow!("{}: {e}", path.display()))
+            }
+            _ => Ok(()),
+        }
     }
     /// Whether seed `seed`'s files parse whole ([`crate::sweep::layout::check_seed_files`]).
     pub fn check_seed(&self, seed: u64) -> Result<(), crate::sweep::layout::LayoutError> {
@@ -274,6 +298,64 @@ impl Observer for Progress {
     }
 }
 
+/// Writes a seed's checkpoints to `seeds/<seed>.checkpoint`, atomically and owner-only.
+struct CheckpointFiles<'a>(&'a OutputDir);
+
+impl CheckpointSink for CheckpointFiles<'_> {
+    fn save(&self, seed: u64, bytes: &[u8]) -> Result<(), String> {
+        write_atomic_private(&self.0.seed_checkpoint(seed), bytes).map_err(|e| e.to_string())
+    }
+}
+
+/// Seed `seed`'s checkpoint in `out`, if it has a usable one. One written for another run or by
+/// another build is refused (bad input, naming the file); a damaged one is noted on stderr and
+/// the seed starts again from step 0.
+fn load_checkpoint(
+    exp: &Experiment,
+    out: &OutputDir,
+    resolved: &str,
+    seed: u64,
+) -> anyhow::Result<Option<SeedState>> {
+    let path = out.seed_checkpoint(seed);
+    if !path.exists() {
+        return Ok(None);
+    }
+    // Bounded by what this experiment's state can take: parameters and optimizer/clipping
+    // vectors (or an accelerated run's iterates), a permutation of the data, the rows, plus room
+    // for the ledger.
+    let p = (exp.model.num_params() as u64).max(exp.data.train.num_features() as u64 + 1);
+    let n = exp.data.train.len() as u64;
+    let rows = exp.plan.eval_steps().len() as u64;
+    let limit = (64u64 << 20)
+        .saturating_add(p.saturating_mul(48))
+        .saturating_add(n.saturating_mul(16))
+        .saturating_add(rows.saturating_mul(1024));
+    let damaged = |why: String| {
+        eprintln!(
+            "note: {}: {why}; seed {seed} starts again from step 0",
+            path.display()
+        );
+        Ok(None)
+    };
+    let bytes = match crate::text_file::read_bytes_capped(&path, limit, "a checkpoint") {
+        Ok(b) => b,
+        Err(e @ crate::text_file::TextReadError::TooLarge { .. }) => {
+            return damaged(format!("damaged: {}", e.into_io()));
+        }
+        Err(e) => return Err(bad_input(e)),
+    };
+    let state = checkpoint::decode(&bytes, resolved, seed)
+        .and_then(|s| checkpoint::validate(exp, seed, &s).map(|()| s));
+    match state {
+        Ok(s) => Ok(Some(s)),
+        Err(CheckpointError::Damaged(why)) => damaged(format!("damaged checkpoint: {why}")),
+        Err(CheckpointError::Foreign(why)) => Err(bad_input(anyhow::anyhow!(
+            "{}: checkpoint refused: {why}; delete it to train seed {seed} from step 0",
+            path.display()
+        ))),
+    }
+}
+
 /// Check that `dir` can be created and written, without leaving anything behind.
 fn check_writable(dir: &Path) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir)
@@ -389,6 +471,49 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if skipped > 0 && !args.quiet {
         eprintln!("resuming: {skipped} seed(s) already complete");
     }
+    // A finished seed's checkpoint (left by a kill between its summary and the deletion) goes.
+    for &s in &exp.spec.seeds {
+        if !todo.contains(&s) {
+            out.remove_checkpoint(s)?;
+        }
+    }
+    // An accelerated run may stop at T' < train.steps (the noise-dividing step choice).
+    let total_steps = exp
+        .accelerated
+        .as_ref()
+        .map_or(plan.steps, |a| a.plan.steps);
+    // Every unfinished seed's checkpoint is read and checked before any seed trains.
+    let mut jobs: Vec<(u64, Option<SeedState>)> = Vec::with_capacity(todo.len());
+    for &s in &todo {
+        let state = if args.resume {
+            load_checkpoint(&exp, &out, &resolved, s)?
+        } else {
+            None
+        };
+        if let Some(st) = &state
+            && !args.quiet
+        {
+            let fresh = matches!(st.noise, checkpoint::NoiseState::Secure);
+            eprintln!(
+                "resuming: seed {s} from its checkpoint at step {} of {}{}",
+                st.step,
+                total_steps,
+                if fresh {
+                    " (secure noise: fresh noise from here on)"
+                } else {
+                    ""
+                }
+            );
+        }
+        jobs.push((s, state));
+    }
+    let sink = CheckpointFiles(&out);
+    let checkpointing = args.checkpoint_every.map(|every| Checkpointing {
+        every: Some(every),
+        on_interrupt: true,
+        resolved_config: &resolved,
+        sink: &sink,
+    });
 
     let cancel = Arc::new(AtomicBool::new(false));
     {
@@ -397,17 +522,19 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         // Ctrl-C keeps its default behaviour, and completed seeds are still on disk.
         let _ = ctrlc::set_handler(move || cancel.store(true, Ordering::SeqCst));
     }
-    // An accelerated run may stop at T' < train.steps (the noise-dividing step choice).
-    let total_steps = exp
-        .accelerated
-        .as_ref()
-        .map_or(plan.steps, |a| a.plan.steps);
     let progress = Progress::new(&todo, total_steps, args.quiet);
     let results: Vec<(u64, anyhow::Result<Option<SeedStatus>>)> = pool.install(|| {
-        todo.par_iter()
-            .map(|&seed| {
+        jobs.into_par_iter()
+            .map(|(seed, state)| {
                 let r = (|| -> anyhow::Result<Option<SeedStatus>> {
-                    match train_seed(&exp, seed, &progress, &cancel)? {
+                    match train_seed_checkpointed(
+                        &exp,
+                        seed,
+                        &progress,
+                        &cancel,
+                        checkpointing.as_ref(),
+                        state,
+                    )? {
                         SeedEnd::Interrupted => Ok(None),
                         SeedEnd::Finished(res) => {
                             write_atomic(&out.seed_metrics(seed), &csv_bytes(&res.rows)?)?;
@@ -418,6 +545,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                                 &out.seed_summary(seed),
                                 &csv_bytes(std::slice::from_ref(&res.summary))?,
                             )?;
+                            out.remove_checkpoint(seed)?;
                             Ok(Some(res.summary.status))
                         }
                     }
@@ -475,10 +603,15 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     if interrupted > 0 {
         eprintln!(
-            "interrupted: {} of {} seeds complete in {}; run the same command with --resume to finish",
+            "interrupted: {} of {} seeds complete in {}; run the same command with --resume to finish{}",
             complete.len(),
             exp.spec.seeds.len(),
-            out.root.display()
+            out.root.display(),
+            if checkpointing.is_some() {
+                " (unfinished seeds continue from their checkpoints)"
+            } else {
+                ""
+            }
         );
         return Ok(ExitCode::from(130));
     }

@@ -136,6 +136,43 @@ impl ShuffleSampler {
         self.epoch
     }
 
+    /// Where the sampler is: the current permutation, the position of the next batch in it
+    /// (`None` before the first epoch) and the epochs started (a checkpoint saves these).
+    pub fn position(&self) -> (&[usize], Option<usize>, u64) {
+        (&self.permutation, self.cursor, self.epoch)
+    }
+
+    /// Put the sampler back at a position [`position`](Self::position) returned. Refused unless
+    /// `permutation` is a permutation of this sampler's n examples and `cursor` lies in it.
+    pub fn set_position(
+        &mut self,
+        permutation: Vec<usize>,
+        cursor: Option<usize>,
+        epoch: u64,
+    ) -> Result<(), String> {
+        let n = self.permutation.len();
+        if permutation.len() != n {
+            return Err(format!(
+                "a permutation of {} examples where the data has {n}",
+                permutation.len()
+            ));
+        }
+        let mut seen = vec![false; n];
+        for &i in &permutation {
+            match seen.get_mut(i) {
+                Some(s) if !*s => *s = true,
+                _ => return Err(format!("index {i} is not part of a permutation of {n}")),
+            }
+        }
+        if cursor.is_some_and(|c| c > n) {
+            return Err(format!("batch position {cursor:?} beyond {n} examples"));
+        }
+        self.permutation = permutation;
+        self.cursor = cursor;
+        self.epoch = epoch;
+        Ok(())
+    }
+
     /// Draw the next batch into `out` (cleared first), sorted ascending. A new permutation is
     /// drawn when the current epoch has fewer than B examples left.
     pub fn next_batch_into<R: Rng + ?Sized>(&mut self, rng: &mut R, out: &mut Vec<usize>) {

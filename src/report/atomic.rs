@@ -1,7 +1,9 @@
 //! Atomic file writes: temporary file in the target's directory, `fsync`, rename, `fsync` of the
 //! directory.
 //!
-//! A reader (or a resumed run) sees either the old file or the new one, never a prefix. The
+//! A reader (or a resumed run) sees either the old file or the new one, never a prefix.
+//! [`write_atomic_private`] creates the file readable and writable by its owner only (mode 0600
+//! on Unix), for files that must not be shared (a run's checkpoints hold its noise stream). The
 //! temporary name starts with `.` and ends with `.tmp`, so a crash leaves at most a hidden
 //! temporary file, which the next write to the same target replaces.
 
@@ -47,14 +49,48 @@ pub fn write_atomic(target: &Path, bytes: &[u8]) -> Result<(), WriteError> {
     write_atomic_with(target, |f| f.write_all(bytes))
 }
 
+/// Write `bytes` to `target` atomically, readable and writable by the owner only (0600 on
+/// Unix; the mode is set when the temporary file is created, so no other user ever sees it).
+pub fn write_atomic_private(target: &Path, bytes: &[u8]) -> Result<(), WriteError> {
+    write_atomic_mode(target, true, |f| f.write_all(bytes))
+}
+
 /// Write `target` atomically with a closure that fills the file.
 pub fn write_atomic_with(
     target: &Path,
     fill: impl FnOnce(&mut io::BufWriter<&File>) -> io::Result<()>,
 ) -> Result<(), WriteError> {
+    write_atomic_mode(target, false, fill)
+}
+
+fn create(path: &Path, private: bool) -> io::Result<File> {
+    let mut options = fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    if private {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    #[cfg(not(unix))]
+    let _ = private;
+    let file = options.open(path)?;
+    // A temporary left by a killed write keeps its old mode: set it again.
+    #[cfg(unix)]
+    if private {
+        use std::os::unix::fs::PermissionsExt;
+        file.set_permissions(fs::Permissions::from_mode(0o600))?;
+    }
+    Ok(file)
+}
+
+fn write_atomic_mode(
+    target: &Path,
+    private: bool,
+    fill: impl FnOnce(&mut io::BufWriter<&File>) -> io::Result<()>,
+) -> Result<(), WriteError> {
     let tmp = temp_path(target)?;
     let result = (|| {
-        let file = File::create(&tmp).map_err(io_err(&tmp))?;
+        let file = create(&tmp, private).map_err(io_err(&tmp))?;
         {
             let mut w = io::BufWriter::new(&file);
             fill(&mut w).map_err(io_err(&tmp))?;
@@ -106,6 +142,20 @@ mod tests {
         assert!(matches!(err, Err(WriteError::Io { .. })));
         assert_eq!(fs::read_to_string(&target).unwrap(), "old\n");
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn private_files_are_owner_only_even_over_a_world_readable_file() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("0.checkpoint");
+        fs::write(&target, b"old").unwrap();
+        fs::set_permissions(&target, fs::Permissions::from_mode(0o644)).unwrap();
+        write_atomic_private(&target, b"state").unwrap();
+        let mode = fs::metadata(&target).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        assert_eq!(fs::read(&target).unwrap(), b"state");
     }
 
     #[test]

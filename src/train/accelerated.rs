@@ -21,6 +21,10 @@
 //! state.step(method, g, p)                          x_{t+1}
 //! ```
 //!
+//! With `--checkpoint-every` a seed saves its iterates (x_t, x_{t−1}, the EMA), the sampling and
+//! noise streams' positions, the ledger and the rows so far (`train::checkpoint`), and a resumed
+//! seed continues bit for bit.
+//!
 //! F* (for the excess risk F(x_t) − F* on every evaluation row) is computed by Newton's method to
 //! ‖∇F‖ ≤ 1e−12 and cached in `<data dir>/cache/binary_logistic_optimum/<md5>.txt`, where the MD5
 //! is that of the training features (as f64), labels and μ: one file per dataset and μ.
@@ -32,6 +36,7 @@ use std::time::Instant;
 use ndarray::Array1;
 
 use super::TrainError;
+use super::checkpoint::{self, Checkpointing, Iterates, NoiseState, SeedState};
 use super::metrics::{MetricsRow, SeedStatus, SummaryRow};
 use super::prepare::{Experiment, PreparedData};
 use super::seed::{Observer, STREAM_NOISE, STREAM_SAMPLING, SeedEnd, SeedResult, stream_rng};
@@ -476,6 +481,21 @@ pub fn train_seed(
     observer: &dyn Observer,
     cancel: &AtomicBool,
 ) -> Result<SeedEnd, TrainError> {
+    train_seed_checkpointed(exp, acc, seed, observer, cancel, None, None)
+}
+
+/// [`train_seed`] that writes checkpoints as `checkpoints` says and, given `resume` (a
+/// checkpoint of this seed), continues from it: the iterates, the sampling and noise streams'
+/// positions, the ledger and the rows so far (`train::checkpoint`).
+pub fn train_seed_checkpointed(
+    exp: &Experiment,
+    acc: &AcceleratedExperiment,
+    seed: u64,
+    observer: &dyn Observer,
+    cancel: &AtomicBool,
+    checkpoints: Option<&Checkpointing>,
+    resume: Option<SeedState>,
+) -> Result<SeedEnd, TrainError> {
     let started = Instant::now();
     let plan = &acc.plan;
     let problem = &acc.train;
@@ -492,9 +512,8 @@ pub fn train_seed(
     let mut rows_buf: Vec<usize> = Vec::with_capacity(m);
     let all_rows: Vec<usize> = (0..n).collect();
     let total = plan.steps;
-    let eval_steps = eval_steps(exp, total);
-    let mut next_eval = eval_steps.iter().copied().skip(1).peekable();
-    let mut out_rows = Vec::with_capacity(eval_steps.len());
+    let mut out_rows = Vec::new();
+    let mut seconds_before = 0.0;
     let mut status = SeedStatus::Completed;
 
     let row_at =
@@ -536,11 +555,85 @@ pub fn train_seed(
             })
         };
 
-    let first = row_at(0, &state.x, &ledger)?;
-    observer.on_eval(seed, &first, total);
-    out_rows.push(first);
-    for t in 0..total as usize {
+    let start = match resume {
+        None => {
+            let first = row_at(0, &state.x, &ledger)?;
+            observer.on_eval(seed, &first, total);
+            out_rows.push(first);
+            0
+        }
+        Some(saved) => {
+            checkpoint::validate(exp, seed, &saved)
+                .map_err(|e| step_err(saved.step, format!("checkpoint: {e}")))?;
+            let (Some(it), NoiseState::Seeded { word_pos }) = (saved.iterates, saved.noise) else {
+                return Err(step_err(saved.step, "checkpoint: no iterates".into()));
+            };
+            state.x = Array1::from(it.x);
+            state.x_prev = Array1::from(it.x_prev);
+            state.ema = Array1::from(it.ema);
+            state.steps = it.steps;
+            rng_sampling.set_word_pos(saved.sampling_word_pos);
+            rng_noise.set_word_pos(word_pos);
+            ledger = saved.ledger;
+            out_rows = saved.rows;
+            seconds_before = saved.seconds;
+            observer.on_step(seed, saved.step, total);
+            saved.step
+        }
+    };
+    let mut next_eval = eval_steps(exp, total)
+        .into_iter()
+        .filter(|&s| s > start)
+        .peekable();
+    // The seed's state after `step` steps, for a checkpoint.
+    let save = |c: &Checkpointing,
+                step: u64,
+                state: &AcceleratedState,
+                rng_sampling: &rand_chacha::ChaCha12Rng,
+                rng_noise: &rand_chacha::ChaCha12Rng,
+                ledger: &EventLedger,
+                rows: &[MetricsRow]|
+     -> Result<(), TrainError> {
+        let snapshot = SeedState {
+            step,
+            seconds: seconds_before + started.elapsed().as_secs_f64(),
+            params: Vec::new(),
+            optimizer: Default::default(),
+            clip: crate::privacy::clip::ClipState::Stateless,
+            shuffle: None,
+            sampling_word_pos: rng_sampling.get_word_pos(),
+            noise: NoiseState::Seeded {
+                word_pos: rng_noise.get_word_pos(),
+            },
+            ledger: ledger.clone(),
+            rows: rows.to_vec(),
+            window: Default::default(),
+            loss_sum: 0.0,
+            loss_count: 0,
+            iterates: Some(Iterates {
+                x: state.x.to_vec(),
+                x_prev: state.x_prev.to_vec(),
+                ema: state.ema.to_vec(),
+                steps: state.steps,
+            }),
+        };
+        let bytes = checkpoint::encode(&snapshot, c.resolved_config, seed);
+        (c.sink.save(seed, &bytes))
+            .map_err(|e| step_err(step, format!("writing a checkpoint: {e}")))
+    };
+    for t in start as usize..total as usize {
         if cancel.load(Ordering::Relaxed) {
+            if let Some(c) = checkpoints.filter(|c| c.on_interrupt && t as u64 > start) {
+                save(
+                    c,
+                    t as u64,
+                    &state,
+                    &rng_sampling,
+                    &rng_noise,
+                    &ledger,
+                    &out_rows,
+                )?;
+            }
             return Ok(SeedEnd::Interrupted);
         }
         let p = plan.schedule[t];
@@ -588,6 +681,21 @@ pub fn train_seed(
             observer.on_eval(seed, &row, total);
             out_rows.push(row);
         }
+        let done = t as u64 + 1;
+        if let Some(c) = checkpoints
+            && c.every.is_some_and(|every| done.is_multiple_of(every))
+            && done < total
+        {
+            save(
+                c,
+                done,
+                &state,
+                &rng_sampling,
+                &rng_noise,
+                &ledger,
+                &out_rows,
+            )?;
+        }
     }
 
     let last = out_rows
@@ -619,7 +727,7 @@ pub fn train_seed(
         epsilon_guaranteed: plan.epsilon_guaranteed,
         noise_mode: "seeded".into(),
         final_train_set_loss: None,
-        seconds: started.elapsed().as_secs_f64(),
+        seconds: seconds_before + started.elapsed().as_secs_f64(),
         final_excess_risk: last.excess_risk,
         optimum_objective: Some(acc.optimum_objective),
         smoothness: Some(plan.constants.smoothness),
@@ -635,7 +743,7 @@ pub fn train_seed(
 }
 
 /// Evaluation steps: 0, every `train.eval_every` steps (epochs count as ⌈n/m⌉ steps), the last.
-fn eval_steps(exp: &Experiment, total: u64) -> Vec<u64> {
+pub(crate) fn eval_steps(exp: &Experiment, total: u64) -> Vec<u64> {
     use crate::config::spec::Every;
     let acc = exp.accelerated.as_ref();
     let per_epoch = acc

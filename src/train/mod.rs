@@ -9,6 +9,8 @@
 //!   noise source. [`train_seed`] runs one seed with the loop its experiment needs.
 //! - [`run`]: the DP-SGD step loop of one seed in named phases (set-up, step, evaluation, end).
 //! - [`metrics`]: the rows written to `metrics.csv` and `summary.csv`.
+//! - [`checkpoint`]: mid-run checkpoints of a seed (its whole state between steps, the
+//!   file format and its checks), from which `dpx run --resume` continues bit for bit.
 //! - [`accelerated`]: `[accelerated]` runs (Kuru et al. 2020): their plan (α_t, β_t, ε_t, Laplace
 //!   scales, T'), F* and their step loop, beside `run`'s (neither imports the other).
 //!
@@ -18,6 +20,7 @@
 
 pub mod accelerated;
 pub mod artifact;
+pub mod checkpoint;
 pub mod memory;
 pub mod metrics;
 pub mod plan;
@@ -46,6 +49,30 @@ pub fn train_seed(
     match &exp.accelerated {
         Some(acc) => accelerated::train_seed(exp, acc, seed, observer, cancel),
         None => run::train_seed(exp, seed, observer, cancel),
+    }
+}
+
+/// [`train_seed`] with checkpoints: written as `checkpoints` says, and `resume` continues a seed
+/// from one (`run::train_seed_checkpointed`, `accelerated::train_seed_checkpointed`).
+pub fn train_seed_checkpointed(
+    exp: &prepare::Experiment,
+    seed: u64,
+    observer: &dyn Observer,
+    cancel: &std::sync::atomic::AtomicBool,
+    checkpoints: Option<&checkpoint::Checkpointing>,
+    resume: Option<checkpoint::SeedState>,
+) -> Result<SeedEnd, TrainError> {
+    match &exp.accelerated {
+        Some(acc) => accelerated::train_seed_checkpointed(
+            exp,
+            acc,
+            seed,
+            observer,
+            cancel,
+            checkpoints,
+            resume,
+        ),
+        None => run::train_seed_checkpointed(exp, seed, observer, cancel, checkpoints, resume),
     }
 }
 

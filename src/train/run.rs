@@ -24,6 +24,7 @@ use std::time::Instant;
 use ndarray::{Array1, Array2, Axis};
 
 use super::TrainError;
+use super::checkpoint::{self, Checkpointing, NoiseState, SeedState, WindowState};
 use super::metrics::{MetricsRow, SeedStatus, SummaryRow};
 use super::prepare::Experiment;
 use super::seed::{NoiseSource, Observer, STREAM_SAMPLING, SeedEnd, SeedResult, stream_rng};
@@ -87,24 +88,56 @@ pub fn train_seed(
     observer: &dyn Observer,
     cancel: &AtomicBool,
 ) -> Result<SeedEnd, TrainError> {
-    let mut run = DpSgdSeed::set_up(exp, seed)?;
+    train_seed_checkpointed(exp, seed, observer, cancel, None, None)
+}
+
+/// [`train_seed`] that writes checkpoints as `checkpoints` says (every N steps, and when
+/// interrupted) and, given `resume` (a checkpoint of this seed that passed
+/// [`checkpoint::validate`]), continues from it instead of step 0. The result is the same bytes
+/// as an uninterrupted run's (but `seconds`), except with secure noise.
+pub fn train_seed_checkpointed(
+    exp: &Experiment,
+    seed: u64,
+    observer: &dyn Observer,
+    cancel: &AtomicBool,
+    checkpoints: Option<&Checkpointing>,
+    resume: Option<SeedState>,
+) -> Result<SeedEnd, TrainError> {
     let total = exp.plan.steps;
-    let eval_steps = exp.plan.eval_steps();
-    let mut next_eval = eval_steps.iter().copied().skip(1).peekable();
-    let mut rows = Vec::with_capacity(eval_steps.len());
-    let first = run.evaluate(0, None, None)?;
-    observer.on_eval(seed, &first, total);
-    rows.push(first);
+    let (mut run, mut rows) = match resume {
+        None => {
+            let run = DpSgdSeed::set_up(exp, seed)?;
+            let first = run.evaluate(0, None, None)?;
+            observer.on_eval(seed, &first, total);
+            (run, vec![first])
+        }
+        Some(state) => {
+            let resumed = DpSgdSeed::resume(exp, seed, state)?;
+            observer.on_step(seed, resumed.0.step, total);
+            resumed
+        }
+    };
+    let start = run.step;
+    let mut next_eval = exp
+        .plan
+        .eval_steps()
+        .into_iter()
+        .filter(|&s| s > start)
+        .peekable();
 
     let mut status = SeedStatus::Completed;
-    for t in 0..total {
+    for t in start..total {
         if cancel.load(Ordering::Relaxed) {
+            if let Some(c) = checkpoints.filter(|c| c.on_interrupt && t > start) {
+                run.save_checkpoint(c, &rows)?;
+            }
             return Ok(SeedEnd::Interrupted);
         }
         let Some(batch_size) = run.step(t)? else {
             status = SeedStatus::Diverged;
             break;
         };
+        run.step = t + 1;
         observer.on_step(seed, t + 1, total);
         if next_eval.peek() == Some(&(t + 1)) {
             next_eval.next();
@@ -122,6 +155,12 @@ pub fn train_seed(
             rows.push(row);
             run.window.reset();
         }
+        if let Some(c) = checkpoints
+            && c.every.is_some_and(|every| (t + 1).is_multiple_of(every))
+            && t + 1 < total
+        {
+            run.save_checkpoint(c, &rows)?;
+        }
     }
     run.finish(rows, status)
         .map(|r| SeedEnd::Finished(Box::new(r)))
@@ -132,6 +171,10 @@ struct DpSgdSeed<'a> {
     exp: &'a Experiment,
     seed: u64,
     started: Instant,
+    /// Seconds trained before a resumed checkpoint (0 for a fresh seed).
+    seconds_before: f64,
+    /// Steps taken.
+    step: u64,
     params: Array1<f32>,
     opt_state: crate::optim::OptimizerState,
     sampler: Sampler,
@@ -165,6 +208,8 @@ impl<'a> DpSgdSeed<'a> {
             exp,
             seed,
             started: Instant::now(),
+            seconds_before: 0.0,
+            step: 0,
             params,
             opt_state,
             sampler,
@@ -178,6 +223,91 @@ impl<'a> DpSgdSeed<'a> {
             loss_sum: 0.0,
             loss_count: 0,
         })
+    }
+
+    /// Set-up from a checkpoint (already checked by [`checkpoint::validate`]): the state of the
+    /// seed after `state.step` steps, and the metrics rows written until then.
+    fn resume(
+        exp: &'a Experiment,
+        seed: u64,
+        state: SeedState,
+    ) -> Result<(Self, Vec<MetricsRow>), TrainError> {
+        let refuse = |reason: String| TrainError::Step {
+            seed,
+            step: state.step,
+            reason: format!("checkpoint: {reason}"),
+        };
+        checkpoint::validate(exp, seed, &state).map_err(|e| refuse(e.to_string()))?;
+        let mut run = Self::set_up(exp, seed)?;
+        run.seconds_before = state.seconds;
+        run.step = state.step;
+        run.params = Array1::from(state.params);
+        run.opt_state = state.optimizer;
+        run.clip_state = state.clip;
+        if let (Sampler::Shuffle(s), Some(saved)) = (&mut run.sampler, state.shuffle) {
+            s.set_position(saved.permutation, saved.cursor, saved.epoch)
+                .map_err(refuse)?;
+        }
+        run.rng_sampling.set_word_pos(state.sampling_word_pos);
+        match (&mut run.rng_noise, state.noise) {
+            (NoiseSource::Seeded(rng), NoiseState::Seeded { word_pos }) => {
+                rng.set_word_pos(word_pos)
+            }
+            (NoiseSource::Secure(_), NoiseState::Secure) => {}
+            _ => return Err(refuse("a noise mode other than the config's".into())),
+        }
+        run.ledger = state.ledger;
+        let w = state.window;
+        run.window = ClipWindow {
+            last: w.last,
+            private_sum: w.private_sum,
+            private_steps: w.private_steps,
+            clipped: usize::try_from(w.clipped).map_err(|e| refuse(e.to_string()))?,
+            examples: usize::try_from(w.examples).map_err(|e| refuse(e.to_string()))?,
+        };
+        run.loss_sum = state.loss_sum;
+        run.loss_count = usize::try_from(state.loss_count).map_err(|e| refuse(e.to_string()))?;
+        Ok((run, state.rows))
+    }
+
+    /// The seed's whole state after `self.step` steps, with the rows written so far.
+    fn snapshot(&self, rows: &[MetricsRow]) -> SeedState {
+        let w = &self.window;
+        SeedState {
+            step: self.step,
+            seconds: self.seconds_before + self.started.elapsed().as_secs_f64(),
+            params: self.params.to_vec(),
+            optimizer: self.opt_state.clone(),
+            clip: self.clip_state.clone(),
+            shuffle: checkpoint::shuffle_state(&self.sampler),
+            sampling_word_pos: self.rng_sampling.get_word_pos(),
+            noise: match &self.rng_noise {
+                NoiseSource::Seeded(rng) => NoiseState::Seeded {
+                    word_pos: rng.get_word_pos(),
+                },
+                NoiseSource::Secure(_) => NoiseState::Secure,
+            },
+            ledger: self.ledger.clone(),
+            rows: rows.to_vec(),
+            window: WindowState {
+                last: w.last,
+                private_sum: w.private_sum,
+                private_steps: w.private_steps,
+                clipped: w.clipped as u64,
+                examples: w.examples as u64,
+            },
+            loss_sum: self.loss_sum,
+            loss_count: self.loss_count as u64,
+            iterates: None,
+        }
+    }
+
+    /// Write a checkpoint of the seed as it is now.
+    fn save_checkpoint(&self, c: &Checkpointing, rows: &[MetricsRow]) -> Result<(), TrainError> {
+        let bytes = checkpoint::encode(&self.snapshot(rows), c.resolved_config, self.seed);
+        c.sink
+            .save(self.seed, &bytes)
+            .map_err(|e| self.step_err(self.step, format!("writing a checkpoint: {e}")))
     }
 
     fn step_err(&self, step: u64, reason: String) -> TrainError {
@@ -403,7 +533,7 @@ impl<'a> DpSgdSeed<'a> {
                 Some(_) => self.rng_noise.mode().into(),
             },
             final_train_set_loss: last.train_set_loss,
-            seconds: self.started.elapsed().as_secs_f64(),
+            seconds: self.seconds_before + self.started.elapsed().as_secs_f64(),
             final_excess_risk: None,
             optimum_objective: None,
             smoothness: None,
