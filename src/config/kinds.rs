@@ -79,6 +79,26 @@ impl DatasetName {
     }
 }
 
+/// `data.train_on`: which part of a public/private split of the training set a run trains on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DataPart {
+    /// The `data.public_fraction` part, treated as public (e.g. non-private pre-training).
+    Public,
+    /// The rest: the examples the run's privacy guarantee covers.
+    Private,
+}
+
+impl DataPart {
+    /// The name as written in the TOML.
+    pub fn name(self) -> &'static str {
+        match self {
+            DataPart::Public => "public",
+            DataPart::Private => "private",
+        }
+    }
+}
+
 /// `data.standardize`: feature standardisation with training-set statistics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

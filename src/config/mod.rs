@@ -45,7 +45,7 @@ pub mod suggest;
 pub use error::{ConfigError, Location, Suggestion};
 pub use kinds::{
     Activation, Architecture, ClipPolicyKind, DatasetName, LayerKind, LrScheduleKind,
-    NoiseScheduleKind, NormSource, OptimizerKind, SamplerKind, Standardize,
+    NoiseScheduleKind, NormSource, OptimizerKind, SamplerKind, Standardize, DataPart,
 };
 pub use raw::RawConfig;
 pub use spec::{

@@ -21,7 +21,7 @@ use super::kinds::{
 use super::kinds::{
     Activation, AdaclipInitialStd, AdaclipVarianceScale, Architecture, ClipPolicyKind, DatasetName,
     LayerKind, LayerSplitKind, LrScheduleKind, NoiseScheduleKind, NormSource, OptimizerKind,
-    SamplerKind, Standardize,
+    SamplerKind, Standardize, DataPart,
 };
 use crate::privacy::accountant::AccountantKind;
 use crate::privacy::event::NeighbouringRelation;
@@ -166,6 +166,10 @@ pub struct RawData {
     pub max_norm: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub classes: Option<Vec<i64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub public_fraction: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub train_on: Option<DataPart>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub subsample: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -592,6 +596,8 @@ impl RawConfig {
                 standardize: Some(Standardize::PerFeature),
                 max_norm: Some(1.0),
                 classes: Some(vec![3, 5]),
+                public_fraction: Some(0.1),
+                train_on: Some(DataPart::Private),
                 subsample: Some(1000),
                 validation_fraction: Some(0.1),
                 pca_components: Some(60),

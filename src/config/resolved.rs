@@ -277,6 +277,8 @@ impl ExperimentSpec {
                 .classes
                 .as_ref()
                 .map(|c| c.iter().map(|&x| int(x)).collect()),
+            public_fraction: d.public_split.map(|s| s.fraction),
+            train_on: d.public_split.map(|s| s.train_on),
             subsample: d.subsample.map(int),
             validation_fraction: Some(d.validation_fraction),
             pca_components: d.pca_components.map(int),

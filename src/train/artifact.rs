@@ -44,6 +44,19 @@ pub fn model_file_bytes(
     meta.insert("epsilon_guaranteed".into(), s.epsilon_guaranteed.into());
     meta.insert("private".into(), exp.plan.privacy.is_some().into());
     meta.insert(
+        "trained_on".into(),
+        match exp.spec.data.public_split {
+            None => format!("{} training examples", exp.data.train.len()),
+            Some(split) => format!(
+                "{} training examples: the {} part of data.public_fraction = {}",
+                exp.data.train.len(),
+                split.train_on.name(),
+                split.fraction
+            ),
+        }
+        .into(),
+    );
+    meta.insert(
         "input_shape".into(),
         exp.model.spec().input_shape.clone().into(),
     );

@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::config::kinds::{Activation as SpecActivation, DatasetName, Standardize};
+use crate::config::kinds::{Activation as SpecActivation, DataPart, DatasetName, Standardize};
 use crate::config::spec::{
     DataSource as SpecSource, ExperimentSpec, LayerSpec as SpecLayer, ModelArchitecture,
     SyntheticSpec as SpecSynthetic, TestSet,
@@ -268,6 +268,35 @@ pub fn prepare_data(spec: &ExperimentSpec, data_dir: &Path) -> Result<PreparedDa
             preprocess::keep_classes(&data.train, classes).map_err(keyed(spec, "data.classes"))?;
         data.test =
             preprocess::keep_classes(&data.test, classes).map_err(keyed(spec, "data.classes"))?;
+    }
+    if let Some(split) = d.public_split {
+        let n = data.train.len();
+        let public = ((n as f64) * split.fraction)
+            .round()
+            .clamp(1.0, (n.max(2) - 1) as f64) as usize;
+        let (private, public_part) =
+            preprocess::train_validation_split(&data.train, public, DATA_SEED ^ 3)
+                .map_err(keyed(spec, "data.public_fraction"))?;
+        let (used, other) = match split.train_on {
+            DataPart::Public => (public_part, private),
+            DataPart::Private => (private, public_part),
+        };
+        notes.push(match split.train_on {
+            DataPart::Private => format!(
+                "data.public_fraction = {}: training on the private part, {} of the {n} training examples; the privacy guarantee covers these {} only, the other {} (data.train_on = \"public\") are treated as public",
+                split.fraction,
+                used.len(),
+                used.len(),
+                other.len()
+            ),
+            DataPart::Public => format!(
+                "data.public_fraction = {}: training on the public part, {} of the {n} training examples, treated as public; the other {} (data.train_on = \"private\") are not used",
+                split.fraction,
+                used.len(),
+                other.len()
+            ),
+        });
+        data.train = used;
     }
     if let Some(n) = d.subsample {
         let available = data.train.len();

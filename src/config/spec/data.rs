@@ -6,7 +6,7 @@ use super::*;
 /// `[data]`: where the examples come from and how they are preprocessed.
 ///
 /// Preprocessing order (each step fitted on the training split only): keep `classes` and
-/// relabel → `subsample` → validation split → `scale` → `standardize` → PCA → `max_norm`.
+/// relabel → public/private split → `subsample` → validation split → `scale` → `standardize` → PCA → `max_norm`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DataSpec {
     pub source: DataSource,
@@ -17,12 +17,25 @@ pub struct DataSpec {
     pub max_norm: Option<f64>,
     /// `data.classes`: keep these labels, relabelled 0, 1, ... in the order given.
     pub classes: Option<Vec<usize>>,
+    /// `data.public_fraction` and `data.train_on`: split the training set (after `classes`)
+    /// into a public part and a private rest, and train on one of them.
+    pub public_split: Option<PublicSplit>,
     /// `data.subsample`: keep this many training examples (drawn with the data seed stream).
     pub subsample: Option<usize>,
     /// `data.validation_fraction`: in [0, 1); held out of the training set for evaluation.
     pub validation_fraction: f64,
     /// `data.pca_components`: PCA fitted on the training data (not private; outputs say so).
     pub pca_components: Option<usize>,
+}
+
+/// A public/private split of the training set: a fixed random `fraction` of it (drawn with the
+/// data stream, the same for every config with the same data) is the public part, the rest the
+/// private part; the run trains on `train_on`. A run on the private part covers exactly those
+/// examples with its privacy guarantee; the public part is outside it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PublicSplit {
+    pub fraction: f64,
+    pub train_on: DataPart,
 }
 
 /// Where the examples come from.
@@ -254,6 +267,23 @@ impl Checker<'_> {
                 Some(out)
             }
         };
+        let public_split = match d.public_fraction {
+            None => {
+                self.absent("data.train_on", &d.train_on, || {
+                    "only used with data.public_fraction".into()
+                })?;
+                None
+            }
+            Some(f) => Some(PublicSplit {
+                fraction: self.float(
+                    "data.public_fraction",
+                    f,
+                    "a fraction in (0, 1)",
+                    |x| x > 0.0 && x < 1.0,
+                )?,
+                train_on: d.train_on.unwrap_or(DataPart::Private),
+            }),
+        };
         let subsample = d
             .subsample
             .map(|s| self.size("data.subsample", s, 1, 1_000_000_000))
@@ -274,6 +304,7 @@ impl Checker<'_> {
             standardize,
             max_norm,
             classes,
+            public_split,
             subsample,
             validation_fraction,
             pca_components,

@@ -40,7 +40,7 @@ use super::kinds::{
 use super::kinds::{
     Activation, AdaclipInitialStd, AdaclipVarianceScale, Architecture, ClipPolicyKind, DatasetName,
     LayerKind, LayerSplitKind, LrScheduleKind, NoiseScheduleKind, NormSource, OptimizerKind,
-    SamplerKind, Standardize,
+    SamplerKind, Standardize, DataPart,
 };
 use super::raw::{RawAccelerated, RawNumberOrWord};
 use super::raw::{
