@@ -193,3 +193,54 @@ fn run_saves_models_that_eval_scores_and_init_from_and_freeze_reuse() {
         .code(2)
         .stderr(predicate::str::contains("model.freeze entry \"2\""));
 }
+
+/// The public and private parts of `data.public_fraction` are disjoint, cover the training set,
+/// and are the same for every config with the same data; `train_on` without the fraction is
+/// refused.
+#[test]
+fn the_public_and_private_parts_split_the_training_set() {
+    use dpx::train::prepare::prepare_data;
+    let base = |extra: &str| {
+        format!(
+            "[experiment]\nname = \"split\"\n[data]\ndataset = \"gaussian_mixture\"\n{extra}\n[data.synthetic]\nn_train = 1000\nn_test = 100\nn_features = 4\n[model]\narchitecture = \"logistic\"\n[train]\nepochs = 1\nexpected_batch_size = 50\nlearning_rate = 0.1\n[clip]\nclip_norm = 1.0\n[privacy]\nepsilon = 1.0\ndelta = 1e-5\n"
+        )
+    };
+    let load = |extra: &str| {
+        let spec = dpx::config::load_str(&base(extra), Path::new("split.toml")).unwrap();
+        prepare_data(&spec, Path::new("unused")).unwrap()
+    };
+    let all = load("");
+    let public = load("public_fraction = 0.25\ntrain_on = \"public\"");
+    let private = load("public_fraction = 0.25");
+    assert_eq!(public.train.len(), 250);
+    assert_eq!(private.train.len(), 750);
+    assert!(
+        private
+            .notes
+            .iter()
+            .any(|n| n.contains("covers these 750 only"))
+    );
+    let rows = |d: &dpx::data::Dataset| -> Vec<Vec<u32>> {
+        d.features
+            .rows()
+            .into_iter()
+            .map(|r| r.iter().map(|v| v.to_bits()).collect())
+            .collect()
+    };
+    let mut both: Vec<Vec<u32>> = rows(&public.train);
+    both.extend(rows(&private.train));
+    let mut whole = rows(&all.train);
+    both.sort();
+    whole.sort();
+    assert_eq!(both, whole, "the parts partition the training set");
+    assert_eq!(
+        rows(&load("public_fraction = 0.25").train),
+        rows(&private.train)
+    );
+    let e =
+        dpx::config::load_str(&base("train_on = \"public\""), Path::new("split.toml")).unwrap_err();
+    assert!(e.to_string().contains("data.train_on"), "{e}");
+    let e =
+        dpx::config::load_str(&base("public_fraction = 1.0"), Path::new("split.toml")).unwrap_err();
+    assert!(e.to_string().contains("data.public_fraction"), "{e}");
+}

@@ -44,8 +44,8 @@ pub mod suggest;
 
 pub use error::{ConfigError, Location, Suggestion};
 pub use kinds::{
-    Activation, Architecture, ClipPolicyKind, DatasetName, LayerKind, LrScheduleKind,
-    NoiseScheduleKind, NormSource, OptimizerKind, SamplerKind, Standardize, DataPart,
+    Activation, Architecture, ClipPolicyKind, DataPart, DatasetName, LayerKind, LrScheduleKind,
+    NoiseScheduleKind, NormSource, OptimizerKind, SamplerKind, Standardize,
 };
 pub use raw::RawConfig;
 pub use spec::{

@@ -19,9 +19,9 @@ use super::kinds::{
     AcceleratedMethodKind, BoundConstantsKind, L1SensitivityKind, LaplaceParameterKind,
 };
 use super::kinds::{
-    Activation, AdaclipInitialStd, AdaclipVarianceScale, Architecture, ClipPolicyKind, DatasetName,
-    LayerKind, LayerSplitKind, LrScheduleKind, NoiseScheduleKind, NormSource, OptimizerKind,
-    SamplerKind, Standardize, DataPart,
+    Activation, AdaclipInitialStd, AdaclipVarianceScale, Architecture, ClipPolicyKind, DataPart,
+    DatasetName, LayerKind, LayerSplitKind, LrScheduleKind, NoiseScheduleKind, NormSource,
+    OptimizerKind, SamplerKind, Standardize,
 };
 use crate::privacy::accountant::AccountantKind;
 use crate::privacy::event::NeighbouringRelation;

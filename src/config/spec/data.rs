@@ -275,12 +275,9 @@ impl Checker<'_> {
                 None
             }
             Some(f) => Some(PublicSplit {
-                fraction: self.float(
-                    "data.public_fraction",
-                    f,
-                    "a fraction in (0, 1)",
-                    |x| x > 0.0 && x < 1.0,
-                )?,
+                fraction: self.float("data.public_fraction", f, "a fraction in (0, 1)", |x| {
+                    x > 0.0 && x < 1.0
+                })?,
                 train_on: d.train_on.unwrap_or(DataPart::Private),
             }),
         };

@@ -38,9 +38,9 @@ use super::kinds::{
     AcceleratedMethodKind, BoundConstantsKind, L1SensitivityKind, LaplaceParameterKind,
 };
 use super::kinds::{
-    Activation, AdaclipInitialStd, AdaclipVarianceScale, Architecture, ClipPolicyKind, DatasetName,
-    LayerKind, LayerSplitKind, LrScheduleKind, NoiseScheduleKind, NormSource, OptimizerKind,
-    SamplerKind, Standardize, DataPart,
+    Activation, AdaclipInitialStd, AdaclipVarianceScale, Architecture, ClipPolicyKind, DataPart,
+    DatasetName, LayerKind, LayerSplitKind, LrScheduleKind, NoiseScheduleKind, NormSource,
+    OptimizerKind, SamplerKind, Standardize,
 };
 use super::raw::{RawAccelerated, RawNumberOrWord};
 use super::raw::{
