@@ -728,3 +728,58 @@ fn oversized_file_is_refused_before_reading() {
     assert!(matches!(&e, ConfigError::Read { .. }), "{e:?}");
     assert!(e.to_string().contains("limit"), "{e}");
 }
+
+#[test]
+fn statistics_of_the_private_data_need_an_explicit_opt_out_that_drops_the_guarantee() {
+    // Training-set standardisation and PCA in a private run are refused, naming the key.
+    for (key, value) in [
+        ("data.standardize", toml::Value::from("per_feature")),
+        ("data.pca_components", toml::Value::from(3)),
+    ] {
+        let e = err_with(key, value.clone());
+        assert!(
+            matches!(&e, ConfigError::Conflict { key: k, .. } if k == key),
+            "{key}: {e:?}"
+        );
+        assert!(e.to_string().contains("allow_nonprivate_statistics"), "{e}");
+        // With the opt-out the config loads, and the plan drops the guarantee with a warning.
+        let mut table: toml::Table = toml::from_str(&edited(key, Some(value))).unwrap();
+        config::set(
+            &mut table,
+            "data.allow_nonprivate_statistics",
+            toml::Value::from(true),
+        )
+        .unwrap();
+        let spec = load(&toml::to_string(&table).unwrap()).expect("opted out");
+        let plan = dpx::train::plan::TrainingPlan::new(&spec, 10_000).unwrap();
+        let privacy = plan.privacy.expect("private");
+        assert!(!privacy.epsilon_guaranteed, "{key}");
+        assert!(
+            privacy.warnings.iter().any(|w| w.contains(key)),
+            "{key}: {:?}",
+            privacy.warnings
+        );
+    }
+    // Fixed public constants keep the guarantee; they need both lists, of equal length.
+    let mut table: toml::Table = toml::from_str(BASE).unwrap();
+    config::set(&mut table, "data.standardize", "fixed".into()).unwrap();
+    let e = load(&toml::to_string(&table).unwrap()).unwrap_err();
+    assert!(
+        matches!(&e, ConfigError::Missing { key, .. } if key == "data.standardize_mean"),
+        "{e:?}"
+    );
+    config::set(&mut table, "data.standardize_mean", vec![0.0; 20].into()).unwrap();
+    config::set(&mut table, "data.standardize_std", vec![2.0; 19].into()).unwrap();
+    let e = load(&toml::to_string(&table).unwrap()).unwrap_err();
+    assert!(e.to_string().contains("data.standardize_std"), "{e}");
+    config::set(&mut table, "data.standardize_std", vec![2.0; 20].into()).unwrap();
+    let spec = load(&toml::to_string(&table).unwrap()).expect("fixed constants");
+    let plan = dpx::train::plan::TrainingPlan::new(&spec, 10_000).unwrap();
+    assert!(plan.privacy.expect("private").epsilon_guaranteed);
+    // Constants without fixed are not applicable.
+    let e = err_with("data.standardize_mean", vec![0.0].into());
+    assert!(
+        matches!(&e, ConfigError::NotApplicable { key, .. } if key == "data.standardize_mean"),
+        "{e:?}"
+    );
+}

@@ -144,11 +144,30 @@ accountant = "pld"
 neighbouring = "replace_one"
 secure_noise = true
 "#,
+        // Fixed public standardisation constants (one per channel).
+        r#"[data]
+dataset = "cifar10"
+standardize = "fixed"
+standardize_mean = [0.4914, 0.4822, 0.4465]
+standardize_std = [0.247, 0.2435, 0.2616]
+[model]
+architecture = "cifar_cnn"
+[train]
+epochs = 1
+expected_batch_size = 256
+learning_rate = 1.0
+[clip]
+clip_norm = 0.1
+[privacy]
+epsilon = 8.0
+delta = 1e-5
+"#,
         // Explicit CNN, budget exhaustion, inv_sqrt.
         r#"[data]
 dataset = "fashion-mnist"
 path = "/data/fm"
 standardize = "per_channel"
+allow_nonprivate_statistics = true
 [model]
 architecture = "cnn"
 [[model.layers]]

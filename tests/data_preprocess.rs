@@ -489,3 +489,34 @@ fn pipeline_applies_steps_in_order_and_records_notes() {
     assert_eq!((held.data.train.len(), held.data.test.len()), (300, 100));
     assert!(held.notes[0].contains("held-out"));
 }
+
+#[test]
+fn fixed_standardization_uses_only_the_given_constants() {
+    // Two channels of 1×2 pixels: constants per channel expand over the pixels, per feature
+    // apply one by one, and any other length is an error. The data's own statistics play no
+    // part: two datasets of the same shape get the same map.
+    let image = |rows: Array2<f32>| Dataset {
+        features: rows,
+        labels: vec![0, 1],
+        sample_shape: vec![2, 1, 2],
+        num_classes: 2,
+    };
+    let mut a = image(array![[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0]]);
+    let b = image(array![[100.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 100.0]]);
+    let st = Standardizer::fixed(&a, &[1.0, 2.0], &[2.0, 4.0]).unwrap();
+    assert_eq!(st.mean, vec![1.0, 1.0, 2.0, 2.0]);
+    assert_eq!(st.std, vec![2.0, 2.0, 4.0, 4.0]);
+    assert_eq!(
+        st,
+        Standardizer::fixed(&b, &[1.0, 2.0], &[2.0, 4.0]).unwrap()
+    );
+    st.apply(&mut a).unwrap();
+    assert_eq!(
+        a.features,
+        array![[0.0, 0.5, 0.25, 0.5], [2.0, 2.5, 1.25, 1.5]]
+    );
+    let per_feature = Standardizer::fixed(&b, &[0.0, 1.0, 2.0, 3.0], &[1.0; 4]).unwrap();
+    assert_eq!(per_feature.mean, vec![0.0, 1.0, 2.0, 3.0]);
+    assert!(Standardizer::fixed(&b, &[0.0; 3], &[1.0; 3]).is_err());
+    assert!(Standardizer::fixed(&b, &[0.0; 2], &[1.0, 0.0]).is_err());
+}

@@ -109,6 +109,9 @@ pub enum Standardize {
     PerFeature,
     /// Each image channel to mean 0, standard deviation 1 (image datasets).
     PerChannel,
+    /// Fixed, public constants `data.standardize_mean` / `data.standardize_std` (one per
+    /// channel of an image, or per feature): no statistic of the private data is used.
+    Fixed,
 }
 
 /// `model.architecture`.

@@ -167,6 +167,12 @@ pub struct RawData {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub classes: Option<Vec<i64>>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub standardize_mean: Option<Vec<f64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub standardize_std: Option<Vec<f64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allow_nonprivate_statistics: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub public_fraction: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub train_on: Option<DataPart>,
@@ -596,6 +602,9 @@ impl RawConfig {
                 standardize: Some(Standardize::PerFeature),
                 max_norm: Some(1.0),
                 classes: Some(vec![3, 5]),
+                standardize_mean: Some(vec![0.5]),
+                standardize_std: Some(vec![0.25]),
+                allow_nonprivate_statistics: Some(true),
                 public_fraction: Some(0.1),
                 train_on: Some(DataPart::Private),
                 subsample: Some(1000),

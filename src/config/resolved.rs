@@ -272,6 +272,9 @@ impl ExperimentSpec {
             dataset: Some(d.source.dataset()),
             scale: Some(d.scale),
             standardize: Some(d.standardize),
+            standardize_mean: d.fixed_standardization.as_ref().map(|(m, _)| m.clone()),
+            standardize_std: d.fixed_standardization.as_ref().map(|(_, s)| s.clone()),
+            allow_nonprivate_statistics: d.allow_nonprivate_statistics.then_some(true),
             max_norm: d.max_norm,
             classes: d
                 .classes

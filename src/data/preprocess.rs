@@ -116,6 +116,45 @@ impl Standardizer {
         })
     }
 
+    /// A standardizer from public constants, one per image channel (when `mean` has as many
+    /// entries as `data`'s sample shape has channels and that is not the feature count) or one
+    /// per feature. No statistic of `data` is used; its shape only says how to expand.
+    pub fn fixed(data: &Dataset, mean: &[f64], std: &[f64]) -> Result<Self, DataError> {
+        let d = data.num_features();
+        let channels = (data.sample_shape.len() == 3).then(|| data.sample_shape[0]);
+        let (groups, mode) = match channels {
+            Some(c) if mean.len() == c && c > 0 && d.is_multiple_of(c) => {
+                (c, StandardizeMode::PerChannel)
+            }
+            _ if mean.len() == d => (d, StandardizeMode::PerFeature),
+            _ => {
+                return Err(invalid(
+                    "fixed standardisation",
+                    match channels {
+                        Some(c) => {
+                            format!("{c} numbers (one per channel) or {d} (one per feature)")
+                        }
+                        None => format!("{d} numbers (one per feature)"),
+                    },
+                    format!("{} numbers", mean.len()),
+                ));
+            }
+        };
+        if std.len() != mean.len() || std.iter().any(|s| !(s.is_finite() && *s > 0.0)) {
+            return Err(invalid(
+                "fixed standardisation",
+                "one finite std > 0 per mean".to_string(),
+                format!("{} stds", std.len()),
+            ));
+        }
+        let width = d / groups;
+        Ok(Standardizer {
+            mean: (0..d).map(|j| mean[j / width]).collect(),
+            std: (0..d).map(|j| std[j / width]).collect(),
+            mode,
+        })
+    }
+
     /// Apply to a dataset with the fitted number of features.
     pub fn apply(&self, ds: &mut Dataset) -> Result<(), DataError> {
         check_width(ds, self.mean.len(), "standardizer")?;

@@ -10,7 +10,7 @@ use crate::config::spec::{
     Budget, ClipSpec, Every, ExperimentSpec, LrSchedule as SpecLr, NoiseSchedule, OptimizerSpec,
     Sampler,
 };
-use crate::config::{ConfigError, Location, NormSource};
+use crate::config::{ConfigError, Location, NormSource, Standardize};
 use crate::optim::Optimizer;
 use crate::optim::lr::LrSchedule;
 use crate::privacy::accountant::{
@@ -421,6 +421,20 @@ impl TrainingPlan {
                 "train.sampler = shuffle: the {} accountant assumes Poisson sampling; epsilon is not guaranteed for shuffled batches",
                 p.accountant
             ));
+        }
+        let d = &spec.data;
+        if matches!(
+            d.standardize,
+            Standardize::PerFeature | Standardize::PerChannel
+        ) {
+            warnings.push(
+                "data.standardize fits its statistics on the private training data without noise (data.allow_nonprivate_statistics = true); epsilon does not cover them and is not guaranteed (use data.standardize = \"fixed\" with public constants)".to_string(),
+            );
+        }
+        if d.pca_components.is_some() {
+            warnings.push(
+                "data.pca_components fits its projection on the private training data without noise (data.allow_nonprivate_statistics = true); epsilon does not cover it and is not guaranteed".to_string(),
+            );
         }
         if self.clean_norm {
             warnings.push(

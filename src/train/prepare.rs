@@ -341,10 +341,20 @@ pub fn prepare_data(spec: &ExperimentSpec, data_dir: &Path) -> Result<PreparedDa
         }
     }
     let mode = match d.standardize {
-        Standardize::None => None,
+        Standardize::None | Standardize::Fixed => None,
         Standardize::PerFeature => Some(StandardizeMode::PerFeature),
         Standardize::PerChannel => Some(StandardizeMode::PerChannel),
     };
+    if let Some((mean, std)) = &d.fixed_standardization {
+        let st = preprocess::Standardizer::fixed(&data.train, mean, std)
+            .map_err(keyed(spec, "data.standardize_mean"))?;
+        for s in [&mut data.train, &mut data.test] {
+            st.apply(s)?;
+        }
+        if let Some(v) = validation.as_mut() {
+            st.apply(v)?;
+        }
+    }
     if let Some(mode) = mode {
         let st = preprocess::Standardizer::fit(&data.train, mode)?;
         st.apply(&mut data.train)?;

@@ -13,6 +13,13 @@ pub struct DataSpec {
     /// `data.scale`: divide 8-bit pixel values by 255 (to [0, 1]).
     pub scale: bool,
     pub standardize: Standardize,
+    /// `data.standardize_mean` and `data.standardize_std` of `standardize = "fixed"`: public
+    /// constants, one per image channel or per feature (std > 0).
+    pub fixed_standardization: Option<(Vec<f64>, Vec<f64>)>,
+    /// `data.allow_nonprivate_statistics`: accept statistics fitted on the private training data
+    /// without noise (`standardize = "per_feature"`/`"per_channel"`, PCA) in a private run, whose
+    /// ε then does not cover them and is marked not guaranteed.
+    pub allow_nonprivate_statistics: bool,
     /// `data.max_norm`: rescale all rows by one factor so that the largest row norm equals this.
     pub max_norm: Option<f64>,
     /// `data.classes`: keep these labels, relabelled 0, 1, ... in the order given.
@@ -237,6 +244,51 @@ impl Checker<'_> {
                 format!("\"per_channel\" needs an image dataset; data.dataset is \"{name}\""),
             ));
         }
+        let fixed_standardization = if standardize == Standardize::Fixed {
+            let list = |key: &str, v: &Option<Vec<f64>>, positive: bool| -> R<Vec<f64>> {
+                let v = v.as_ref().ok_or_else(|| {
+                    self.missing(key, "standardize = \"fixed\" needs its public constants")
+                })?;
+                if v.is_empty() || v.len() > MAX_WIDTH {
+                    return Err(self.range(
+                        key,
+                        "1 to 65536 numbers (one per channel or feature)",
+                        format!("{} numbers", v.len()),
+                    ));
+                }
+                for &x in v {
+                    let ok = x.is_finite() && (!positive || x > 0.0);
+                    if !ok {
+                        return Err(self.range(
+                            key,
+                            if positive {
+                                "finite numbers > 0"
+                            } else {
+                                "finite numbers"
+                            },
+                            x.to_string(),
+                        ));
+                    }
+                }
+                Ok(v.clone())
+            };
+            let mean = list("data.standardize_mean", &d.standardize_mean, false)?;
+            let std = list("data.standardize_std", &d.standardize_std, true)?;
+            if mean.len() != std.len() {
+                return Err(self.range(
+                    "data.standardize_std",
+                    &format!("as many numbers as data.standardize_mean ({})", mean.len()),
+                    format!("{} numbers", std.len()),
+                ));
+            }
+            Some((mean, std))
+        } else {
+            let why = || "only used with data.standardize = \"fixed\"".to_string();
+            self.absent("data.standardize_mean", &d.standardize_mean, why)?;
+            self.absent("data.standardize_std", &d.standardize_std, why)?;
+            None
+        };
+        let allow_nonprivate_statistics = d.allow_nonprivate_statistics.unwrap_or(false);
         let max_norm = d
             .max_norm
             .map(|m| self.positive("data.max_norm", m))
@@ -299,6 +351,8 @@ impl Checker<'_> {
             source,
             scale: d.scale.unwrap_or(dataset.is_image()),
             standardize,
+            fixed_standardization,
+            allow_nonprivate_statistics,
             max_norm,
             classes,
             public_split,

@@ -204,6 +204,44 @@ pub fn validate(raw: &RawConfig, source: &Path) -> Result<ExperimentSpec, Config
             "not used by [accelerated] runs".into()
         })?;
     }
+    // Statistics fitted on the private training data without noise would be a release the
+    // run's ε does not cover: refused in a private run unless explicitly accepted (then the
+    // plan marks ε not guaranteed).
+    let leaky = matches!(
+        data.standardize,
+        Standardize::PerFeature | Standardize::PerChannel
+    ) || data.pca_components.is_some();
+    if accelerated.is_some() && leaky {
+        let key = if data.pca_components.is_some() {
+            "data.pca_components"
+        } else {
+            "data.standardize"
+        };
+        return Err(v.conflict(
+            key,
+            "accelerated",
+            "statistics fitted on the private training data without noise are not covered by the accelerated methods' epsilon; use data.standardize = \"fixed\" with public constants",
+        ));
+    }
+    if privacy_enabled && !data.allow_nonprivate_statistics {
+        if matches!(
+            data.standardize,
+            Standardize::PerFeature | Standardize::PerChannel
+        ) {
+            return Err(v.conflict(
+                "data.standardize",
+                "privacy",
+                "its mean and standard deviation would be fitted on the private training data without noise, which epsilon does not cover; use data.standardize = \"fixed\" with public constants (data.standardize_mean, data.standardize_std), or set data.allow_nonprivate_statistics = true to accept a run whose epsilon is not guaranteed",
+            ));
+        }
+        if data.pca_components.is_some() {
+            return Err(v.conflict(
+                "data.pca_components",
+                "privacy",
+                "the projection would be fitted on the private training data without noise, which epsilon does not cover; set data.allow_nonprivate_statistics = true to accept a run whose epsilon is not guaranteed",
+            ));
+        }
+    }
     if data.pca_components.is_some()
         && matches!(
             model.architecture,
