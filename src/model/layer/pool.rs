@@ -9,6 +9,12 @@ use ndarray::{Array2, ArrayView1, ArrayView2};
 use super::{Backward, BackwardContext, Forward, Layer, Shape, image_input, window};
 use crate::model::kernels::{self, Window};
 
+/// The window of a pooling layer (no padding) on an image input.
+fn pool_window(kernel: usize, stride: usize, input: Shape) -> Result<Window, String> {
+    let (c, h, w) = image_input(input)?;
+    window(c, h, w, kernel, stride, 0)
+}
+
 fn pooled(window: &Window) -> Shape {
     Shape::Image {
         c: window.channels,
@@ -26,9 +32,8 @@ pub struct MaxPool {
 impl MaxPool {
     /// Max pooling with a square `kernel` moved by `stride` on an image input.
     pub fn build(kernel: usize, stride: usize, input: Shape) -> Result<Self, String> {
-        let (c, h, w) = image_input(input)?;
         Ok(MaxPool {
-            window: window(c, h, w, kernel, stride, 0)?,
+            window: pool_window(kernel, stride, input)?,
         })
     }
 }
@@ -76,9 +81,8 @@ pub struct AvgPool {
 impl AvgPool {
     /// Average pooling with a square `kernel` moved by `stride` on an image input.
     pub fn build(kernel: usize, stride: usize, input: Shape) -> Result<Self, String> {
-        let (c, h, w) = image_input(input)?;
         Ok(AvgPool {
-            window: window(c, h, w, kernel, stride, 0)?,
+            window: pool_window(kernel, stride, input)?,
         })
     }
 }
