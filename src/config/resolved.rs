@@ -146,9 +146,6 @@ impl ExperimentSpec {
             }
             DataSource::Synthetic(_) => {}
         }
-        if let Some(p) = &mut spec.model.init_from {
-            abs(p);
-        }
         if let Some(p) = &mut spec.privacy
             && let NoiseSchedule::File {
                 path: Some(path), ..
