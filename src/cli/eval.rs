@@ -43,19 +43,7 @@ pub enum EvalFormat {
 pub fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
     let exp = build_experiment(&args.config, args.data_dir.as_deref())?;
     let model = &exp.model;
-    let size = std::fs::metadata(&args.model)
-        .map_err(|e| bad_input(anyhow::anyhow!("{}: {e}", args.model.display())))?
-        .len();
-    if size > model.saved_size_limit() {
-        return Err(bad_input(anyhow::anyhow!(
-            "{}: {size} bytes, more than the model of {} needs ({} parameters); is it the right file?",
-            args.model.display(),
-            args.config.display(),
-            model.num_params()
-        )));
-    }
-    let bytes = std::fs::read(&args.model)
-        .map_err(|e| bad_input(anyhow::anyhow!("{}: {e}", args.model.display())))?;
+    let bytes = model.read_model_file(&args.model).map_err(bad_input)?;
     let meta = read_metadata(&bytes, &args.model).map_err(bad_input)?;
     if let Some(saved) = meta
         .as_ref()

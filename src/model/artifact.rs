@@ -119,6 +119,12 @@ impl Model {
     /// Read a model file saved for this model's architecture: every tensor present, F32, of the
     /// model's shape, and no other. Returns the flat parameter vector.
     pub fn load_safetensors(&self, path: &Path) -> Result<Array1<f32>, ArtifactError> {
+        let bytes = self.read_model_file(path)?;
+        self.params_from_safetensors(&bytes, path)
+    }
+
+    /// The bytes of a model file, refused unread when larger than this model could need.
+    pub fn read_model_file(&self, path: &Path) -> Result<Vec<u8>, ArtifactError> {
         let io = |e: std::io::Error| ArtifactError::Io {
             path: path.to_path_buf(),
             reason: e.to_string(),
@@ -131,8 +137,7 @@ impl Model {
                 params: self.num_params(),
             });
         }
-        let bytes = std::fs::read(path).map_err(io)?;
-        self.params_from_safetensors(&bytes, path)
+        std::fs::read(path).map_err(io)
     }
 
     /// [`Model::load_safetensors`] on bytes already read (`path` names them in errors).

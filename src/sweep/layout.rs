@@ -419,16 +419,16 @@ fn merge_file(src: &Path, dest: &Path) -> Result<bool, LayoutError> {
 /// Copy a saved model (binary, up to the largest model dpx builds).
 fn copy_model(src: &Path, dest: &Path) -> Result<(), LayoutError> {
     const MAX_MODEL_BYTES: u64 = ((crate::model::layer::MAX_PARAMS as u64) << 2) + (16 << 20);
-    let bytes = read_bytes_capped(src, MAX_MODEL_BYTES, "a model file").map_err(text_err)?;
-    if let Some(parent) = dest.parent() {
-        std::fs::create_dir_all(parent).map_err(io(parent))?;
-    }
-    write_atomic(dest, &bytes)?;
-    Ok(())
+    copy_capped(src, dest, MAX_MODEL_BYTES, "a model file")
 }
 
 fn copy_file(src: &Path, dest: &Path) -> Result<(), LayoutError> {
-    let bytes = read_bytes_capped(src, MAX_TEXT_BYTES, "a result file").map_err(text_err)?;
+    copy_capped(src, dest, MAX_TEXT_BYTES, "a result file")
+}
+
+/// Copy `src` (at most `cap` bytes) to `dest` atomically, creating its folder.
+fn copy_capped(src: &Path, dest: &Path, cap: u64, what: &'static str) -> Result<(), LayoutError> {
+    let bytes = read_bytes_capped(src, cap, what).map_err(text_err)?;
     if let Some(parent) = dest.parent() {
         std::fs::create_dir_all(parent).map_err(io(parent))?;
     }
