@@ -434,6 +434,15 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     } else {
         None
     };
+    // From the moment the output exists, Ctrl-C and SIGTERM interrupt between steps (each seed
+    // in flight checkpoints when asked to) instead of killing the process mid-write.
+    let cancel = Arc::new(AtomicBool::new(false));
+    {
+        let cancel = Arc::clone(&cancel);
+        // A second handler cannot be installed (e.g. a library caller already set one): then
+        // Ctrl-C keeps its default behaviour, and completed seeds are still on disk.
+        let _ = ctrlc::set_handler(move || cancel.store(true, Ordering::SeqCst));
+    }
     std::fs::create_dir_all(out.seeds()).with_context(|| out.seeds().display().to_string())?;
     write_atomic(&out.config(), resolved.as_bytes())?;
 
@@ -515,13 +524,6 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         sink: &sink,
     });
 
-    let cancel = Arc::new(AtomicBool::new(false));
-    {
-        let cancel = Arc::clone(&cancel);
-        // A second handler cannot be installed (e.g. a library caller already set one): then
-        // Ctrl-C keeps its default behaviour, and completed seeds are still on disk.
-        let _ = ctrlc::set_handler(move || cancel.store(true, Ordering::SeqCst));
-    }
     let progress = Progress::new(&todo, total_steps, args.quiet);
     let results: Vec<(u64, anyhow::Result<Option<SeedStatus>>)> = pool.install(|| {
         jobs.into_par_iter()
