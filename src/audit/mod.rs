@@ -164,6 +164,11 @@ pub fn check(exp: &Experiment, opts: &AuditOptions) -> Result<(), AuditError> {
             "clip.policy: dpx audit audits flat clipping only",
         ));
     }
+    if exp.spec.train.augmentation.is_some() {
+        return Err(unsupported(
+            "train.augmentation: dpx audit trains on the examples as they are; remove [train.augmentation] to audit the same mechanism (the views change the gradients, not the release)",
+        ));
+    }
     if opts.guess_included + opts.guess_excluded > opts.canaries {
         return Err(AuditError::Options {
             reason: format!(

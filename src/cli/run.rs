@@ -30,7 +30,7 @@ use rayon::prelude::*;
 use super::bad_input;
 use crate::config::spec::Threads;
 use crate::report::atomic::{write_atomic, write_atomic_private};
-use crate::train::artifact::model_file_bytes;
+use crate::train::artifact::model_files;
 use crate::train::checkpoint::{self, CheckpointError, CheckpointSink, Checkpointing, SeedState};
 use crate::train::metrics::{MetricsRow, SeedStatus};
 use crate::train::prepare::Experiment;
@@ -540,8 +540,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                         SeedEnd::Interrupted => Ok(None),
                         SeedEnd::Finished(res) => {
                             write_atomic(&out.seed_metrics(seed), &csv_bytes(&res.rows)?)?;
-                            if let Some(model) = model_file_bytes(&exp, &res)? {
-                                write_atomic(&out.seed_model(seed), &model)?;
+                            for (name, bytes) in model_files(&exp, &res)? {
+                                write_atomic(&out.seeds().join(name), &bytes)?;
                             }
                             write_atomic(
                                 &out.seed_summary(seed),
@@ -576,6 +576,19 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let mut failed = 0;
     let mut interrupted = 0;
     for (seed, r) in &results {
+        // A seed this run finished whose files do not read back whole is a failure, never a
+        // silent gap in metrics.csv.
+        if let Ok(Some(_)) = r
+            && !complete.contains(seed)
+        {
+            failed += 1;
+            let why = out
+                .check_seed(*seed)
+                .err()
+                .map_or_else(|| "its files are missing".to_string(), |e| e.to_string());
+            eprintln!("error: seed {seed}: its files do not read back: {why}");
+            continue;
+        }
         match r {
             Ok(Some(SeedStatus::Completed)) => {}
             Ok(Some(SeedStatus::Diverged)) => {

@@ -23,7 +23,7 @@ use crate::report::atomic::write_atomic;
 use crate::sweep::layout::{PointDir, SweepDir};
 use crate::sweep::{Job, Shard, Sweep};
 use crate::train::TrainError;
-use crate::train::artifact::model_file_bytes;
+use crate::train::artifact::model_files;
 use crate::train::metrics::SeedStatus;
 use crate::train::plan::TrainingPlan;
 use crate::train::prepare::{Experiment, PreparedData, build_model, load_init_from, prepare_data};
@@ -584,8 +584,8 @@ fn execute(args: &SweepArgs, sweep: &Sweep, jobs: &[Job], out: &Path) -> anyhow:
                     SeedEnd::Interrupted => Ok(None),
                     SeedEnd::Finished(res) => {
                         write_atomic(&pd.seed_metrics(j.seed), &csv_bytes(&res.rows)?)?;
-                        if let Some(model) = model_file_bytes(exp, &res)? {
-                            write_atomic(&pd.seed_model(j.seed), &model)?;
+                        for (name, bytes) in model_files(exp, &res)? {
+                            write_atomic(&pd.seeds().join(name), &bytes)?;
                         }
                         write_atomic(
                             &pd.seed_summary(j.seed),

@@ -278,6 +278,22 @@ pub struct RawTrain {
     pub adam: Option<RawAdam>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub eval_train_set: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ema_decay: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub augmentation: Option<RawAugmentation>,
+}
+
+/// `[train.augmentation]`: augmentation multiplicity (docs/config.md).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAugmentation {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub multiplicity: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub crop_padding: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub horizontal_flip: Option<bool>,
 }
 
 /// `[train.adam]`: parameters of `optimizer = "adam"`.
@@ -493,6 +509,8 @@ pub struct RawPrivacy {
 pub struct RawOutput {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dir: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub save_model_every_evals: Option<i64>,
 }
 
 /// `[accelerated]`: the accelerated DP methods of Kuru et al. 2020 (docs/config.md).
@@ -670,6 +688,12 @@ impl RawConfig {
                     stability_constant: Some(1e-8),
                 }),
                 eval_train_set: Some(false),
+                ema_decay: Some(0.999),
+                augmentation: Some(RawAugmentation {
+                    multiplicity: Some(4),
+                    crop_padding: Some(4),
+                    horizontal_flip: Some(true),
+                }),
             },
             clip: RawClip {
                 policy: Some(ClipPolicyKind::Flat),
@@ -736,6 +760,7 @@ impl RawConfig {
             },
             output: RawOutput {
                 dir: Some("results/every_key".into()),
+                save_model_every_evals: Some(2),
             },
             accelerated: Some(RawAccelerated {
                 method: Some(AcceleratedMethodKind::Nesterov),

@@ -8,9 +8,10 @@
 use super::kinds::LayerKind;
 use super::kinds::{AcceleratedMethodKind, L1SensitivityKind};
 use super::raw::{
-    AutoWord, RawAdaclip, RawAdagradNorm, RawAdam, RawAutomatic, RawClip, RawConfig, RawData,
-    RawDcsgd, RawDecay, RawExperiment, RawLayer, RawLrSchedule, RawModel, RawNoise, RawOutput,
-    RawPerLayer, RawPrivacy, RawQuantile, RawSeeds, RawSynthetic, RawThreads, RawTrain,
+    AutoWord, RawAdaclip, RawAdagradNorm, RawAdam, RawAugmentation, RawAutomatic, RawClip,
+    RawConfig, RawData, RawDcsgd, RawDecay, RawExperiment, RawLayer, RawLrSchedule, RawModel,
+    RawNoise, RawOutput, RawPerLayer, RawPrivacy, RawQuantile, RawSeeds, RawSynthetic, RawThreads,
+    RawTrain,
 };
 use super::raw::{RawAccelerated, RawNumberOrWord};
 use super::spec::{AcceleratedSpec, MomentumSpec, SensitivitySpec, SmoothnessSpec};
@@ -114,6 +115,7 @@ impl ExperimentSpec {
             },
             output: RawOutput {
                 dir: Some(path_string(&self.output.dir)),
+                save_model_every_evals: self.output.save_model_every_evals.map(int),
             },
             accelerated: self.accelerated.as_ref().map(raw_accelerated),
         }
@@ -403,6 +405,12 @@ impl ExperimentSpec {
             }),
             lr_schedule: Some(raw_lr_schedule(&t.lr_schedule)),
             eval_train_set: Some(t.eval_train_set),
+            ema_decay: t.ema_decay,
+            augmentation: t.augmentation.map(|a| RawAugmentation {
+                multiplicity: Some(int(a.multiplicity)),
+                crop_padding: Some(int(a.crop_padding)),
+                horizontal_flip: Some(a.horizontal_flip),
+            }),
         }
     }
 }

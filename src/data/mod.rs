@@ -7,7 +7,8 @@
 //! Files, one per concern: [`idx`] (MNIST, Fashion-MNIST), [`cifar`] (CIFAR-10 binary),
 //! [`libsvm`] (a9a), [`csv`] (CSV with a label column), [`synthetic`] (seeded generators),
 //! [`source`] (where datasets live; [`load`]), [`preprocess`] (scaling, standardising, class
-//! subsets, splits, PCA), [`sampler`] (Poisson, shuffle, fixed-size batches), [`fetch`]
+//! subsets, splits, PCA), [`augment`] (random crops and flips: augmented views of image
+//! batches), [`sampler`] (Poisson, shuffle, fixed-size batches), [`fetch`]
 //! (download and verify the standard datasets), [`error`] ([`DataError`]).
 //!
 //! This room knows nothing of models or privacy. Loaders return pixel values as read (0..=255
@@ -15,6 +16,7 @@
 
 use ndarray::Array2;
 
+pub mod augment;
 pub mod cifar;
 pub mod csv;
 pub mod error;

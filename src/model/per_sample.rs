@@ -14,6 +14,14 @@
 //! weighted sum) and answers norms, group norms, weighted sums and the materialised matrix from
 //! it. Numerics in [`super::sums`]: each example's norm is computed by the same operations
 //! whatever the thread count.
+//!
+//! **Views** ([`BatchGradients::with_views`], augmentation multiplicity: De et al. 2022,
+//! arXiv:2204.13650, Sec. 3.1): the batch's rows are K consecutive views of each example, and
+//! example i's gradient is their mean, g_i = (1/K) Σ_k g_{i,k}, so clipping g_i keeps the
+//! sensitivity of one example. Weighted sums expand the weights to the views (w_i / K on each of
+//! example i's rows: linear, one product). Norms of the mean are not the views' norms: each
+//! example's mean row is formed from the layers' per-example rows, one example per worker at a
+//! time (two `[P]` buffers per thread, never K·B·P floats), and its squares summed per group.
 
 use std::ops::Range;
 use std::sync::OnceLock;
@@ -61,7 +69,10 @@ type NormsAndCache = (Array2<f64>, Vec<Option<Saved>>);
 
 /// The per-sample gradients of one batch (see the module doc), with per-example losses.
 pub struct BatchGradients<'a> {
+    /// Examples B (rows / views).
     batch: usize,
+    /// Views K per example: rows i·K .. i·K + K are example i's views (1: one row per example).
+    views: usize,
     num_params: usize,
     groups: Vec<(String, Range<usize>)>,
     trainables: Vec<TrainableGradients<'a>>,
@@ -86,6 +97,7 @@ impl<'a> BatchGradients<'a> {
     ) -> Self {
         BatchGradients {
             batch,
+            views: 1,
             num_params,
             groups,
             trainables,
@@ -96,9 +108,81 @@ impl<'a> BatchGradients<'a> {
         }
     }
 
-    /// Per-example losses ℓ_i (data term). Shape `[B]`.
+    /// Per-example losses ℓ_i (data term; with views, the mean over the example's views).
+    /// Shape `[B]`.
     pub fn losses(&self) -> &Array1<f64> {
         &self.losses
+    }
+
+    /// Read the batch's rows as `views` consecutive views of each example (see the module doc):
+    /// from here on example i's gradient is the mean of rows i·K .. i·K + K. Panics when the rows
+    /// are not a multiple of `views` (the caller built the batch).
+    pub fn with_views(mut self, views: usize) -> Self {
+        assert!(
+            views >= 1 && self.batch.is_multiple_of(views) && self.views == 1,
+            "{} rows are not whole groups of {views} views",
+            self.batch
+        );
+        if views == 1 {
+            return self;
+        }
+        self.batch /= views;
+        self.views = views;
+        self.losses = self
+            .losses
+            .exact_chunks(views)
+            .into_iter()
+            .map(|c| c.iter().sum::<f64>() / views as f64)
+            .collect();
+        self.squared = OnceLock::new();
+        self
+    }
+
+    /// Weights per example and group `[B, groups]` spread over the rows: w_i / K on each of
+    /// example i's K views (the mean of the views is linear).
+    fn per_row(&self, weights: &Array2<f64>) -> Array2<f64> {
+        let k = self.views as f64;
+        Array2::from_shape_fn((self.batch * self.views, weights.ncols()), |(r, g)| {
+            weights[[r / self.views, g]] / k
+        })
+    }
+
+    /// Example i's gradient (the mean of its views) into `row`; `view` is scratch of length P.
+    fn mean_row(&self, i: usize, row: &mut [f32], view: &mut [f32]) {
+        row.fill(0.0);
+        for v in 0..self.views {
+            let mut view_row = ndarray::ArrayViewMut1::from(&mut *view);
+            view_row.fill(0.0);
+            for trainable in &self.trainables {
+                trainable
+                    .gradients
+                    .example_gradient(i * self.views + v, view_row.view_mut());
+            }
+            for (r, x) in row.iter_mut().zip(view.iter()) {
+                *r += *x;
+            }
+        }
+        let k = self.views as f32;
+        row.iter_mut().for_each(|r| *r /= k);
+    }
+
+    /// Squared norms per group of the views' means, one example per worker.
+    fn mean_squared_norms(&self) -> Array2<f64> {
+        let p = self.num_params;
+        let rows: Vec<Vec<f64>> = (0..self.batch)
+            .into_par_iter()
+            .map_init(
+                || (vec![0f32; p], vec![0f32; p]),
+                |(row, view), i| {
+                    self.mean_row(i, row, view);
+                    self.groups
+                        .iter()
+                        .map(|(_, r)| super::sums::sum_squares_slice(&row[r.clone()]))
+                        .collect()
+                },
+            )
+            .collect();
+        Array2::from_shape_fn((self.batch, self.groups.len()), |(i, g)| rows[i][g])
     }
 
     /// Σ_i g_i: the non-private batch gradient. Shape `[P]`.
@@ -120,6 +204,12 @@ impl<'a> BatchGradients<'a> {
 
     fn squared_and_cache(&self) -> &NormsAndCache {
         self.squared.get_or_init(|| {
+            if self.views > 1 {
+                return (
+                    self.mean_squared_norms(),
+                    self.trainables.iter().map(|_| None).collect(),
+                );
+            }
             let mut out = Array2::<f64>::zeros((self.batch, self.groups.len()));
             let mut ctx = NormContext {
                 cache_budget: CONV_CACHE_LIMIT_BYTES,
@@ -139,6 +229,23 @@ impl<'a> BatchGradients<'a> {
 
     /// Σ_i Σ_k weights[i, k] g_i restricted to group k; `None` means all weights 1.
     fn combine(&self, weights: Option<&Array2<f64>>) -> Array1<f64> {
+        if self.views > 1 {
+            let ones;
+            let w = match weights {
+                Some(w) => w,
+                None => {
+                    ones = Array2::ones((self.batch, self.groups.len()));
+                    &ones
+                }
+            };
+            let spread = self.per_row(w);
+            let mut out = Array1::<f64>::zeros(self.num_params);
+            for trainable in &self.trainables {
+                let w = spread.slice(s![.., trainable.groups.clone()]);
+                trainable.gradients.weighted_sum(Some(w), None, &mut out);
+            }
+            return out;
+        }
         let mut out = Array1::<f64>::zeros(self.num_params);
         let caches = self.squared.get().map(|(_, c)| c);
         for (t, trainable) in self.trainables.iter().enumerate() {
@@ -193,6 +300,20 @@ impl PerSampleGradients for BatchGradients<'_> {
     fn materialize(&self) -> Result<Array2<f32>, GradError> {
         check_materialize_budget(self.batch, self.num_params, self.limit_bytes)?;
         let mut out = Array2::<f32>::zeros((self.batch, self.num_params));
+        if self.views > 1 {
+            let p = self.num_params;
+            out.axis_iter_mut(Axis(0))
+                .into_par_iter()
+                .enumerate()
+                .for_each_init(
+                    || vec![0f32; p],
+                    |view, (i, mut row)| match row.as_slice_mut() {
+                        Some(row) => self.mean_row(i, row, view),
+                        None => unreachable!("rows of a standard-layout matrix are contiguous"),
+                    },
+                );
+            return Ok(out);
+        }
         out.axis_iter_mut(Axis(0))
             .into_par_iter()
             .enumerate()

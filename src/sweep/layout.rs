@@ -82,6 +82,24 @@ impl PointDir {
         self.seeds()
             .join(crate::train::artifact::model_file_name(seed))
     }
+
+    /// Every model file of seed `seed` (final, averaged, kept at a step), sorted by name.
+    pub fn seed_model_files(&self, seed: u64) -> Result<Vec<PathBuf>, LayoutError> {
+        let dir = self.seeds();
+        if !dir.exists() {
+            return Ok(Vec::new());
+        }
+        let mut files = Vec::new();
+        for e in std::fs::read_dir(&dir).map_err(io(&dir))? {
+            let e = e.map_err(io(&dir))?;
+            let name = e.file_name().to_string_lossy().into_owned();
+            if crate::train::artifact::is_model_file_of(&name, seed) {
+                files.push(e.path());
+            }
+        }
+        files.sort();
+        Ok(files)
+    }
     /// Whether the seed finished: its summary exists (it is written last) and both its files
     /// parse whole ([`check_seed_files`]).
     pub fn is_complete(&self, seed: u64) -> bool {
@@ -232,9 +250,15 @@ fn seed_order(config: &Path) -> Vec<u64> {
 /// and its `steps` is the step of the last metrics row. The error names the file at fault.
 pub fn check_seed_files(metrics: &Path, summary: &Path, seed: u64) -> Result<(), LayoutError> {
     use crate::train::metrics::{
-        METRICS_COLUMNS, METRICS_EXTRA_COLUMNS, SUMMARY_COLUMNS, SUMMARY_EXTRA_COLUMNS,
+        METRICS_COLUMNS, METRICS_EMA_COLUMNS, METRICS_EXTRA_COLUMNS, SUMMARY_COLUMNS,
+        SUMMARY_EMA_COLUMNS, SUMMARY_EXTRA_COLUMNS,
     };
-    let (sh, srows) = parse_whole(summary, SUMMARY_COLUMNS, SUMMARY_EXTRA_COLUMNS, seed)?;
+    let optional = |a: &[&'static str], b: &[&'static str]| -> Vec<&'static str> {
+        a.iter().chain(b).copied().collect()
+    };
+    let summary_extra = optional(SUMMARY_EXTRA_COLUMNS, SUMMARY_EMA_COLUMNS);
+    let metrics_extra = optional(METRICS_EXTRA_COLUMNS, METRICS_EMA_COLUMNS);
+    let (sh, srows) = parse_whole(summary, SUMMARY_COLUMNS, &summary_extra, seed)?;
     let bad = |path: &Path, message: String| LayoutError::Csv {
         path: path.to_path_buf(),
         message,
@@ -245,7 +269,7 @@ pub fn check_seed_files(metrics: &Path, summary: &Path, seed: u64) -> Result<(),
             format!("expected one row for seed {seed}, found {}", srows.len()),
         ));
     }
-    let (mh, mrows) = parse_whole(metrics, METRICS_COLUMNS, METRICS_EXTRA_COLUMNS, seed)?;
+    let (mh, mrows) = parse_whole(metrics, METRICS_COLUMNS, &metrics_extra, seed)?;
     let step_of = |h: &[String], row: &csv::StringRecord, col: &str| -> Option<u64> {
         let i = h.iter().position(|c| c == col)?;
         row.get(i)?.parse().ok()
@@ -523,8 +547,10 @@ pub fn collect(sources: &[PathBuf], dest: &Path) -> Result<CollectStats, LayoutE
                 }
                 // An incomplete or damaged seed in dest is replaced.
                 copy_file(&sp.seed_metrics(seed), &dp.seed_metrics(seed))?;
-                if sp.seed_model(seed).exists() {
-                    copy_model(&sp.seed_model(seed), &dp.seed_model(seed))?;
+                for model in sp.seed_model_files(seed)? {
+                    if let Some(name) = model.file_name() {
+                        copy_model(&model, &dp.seeds().join(name))?;
+                    }
                 }
                 copy_file(&sp.seed_summary(seed), &dp.seed_summary(seed))?;
                 stats.seeds_copied += 1;

@@ -545,6 +545,9 @@ pub fn train_seed_checkpointed(
                 clipped_fraction_nonprivate: None,
                 train_set_loss: None,
                 train_set_accuracy: None,
+                ema_test_loss: None,
+                ema_test_accuracy: None,
+                ema_validation_accuracy: None,
                 objective: Some(objective),
                 excess_risk: Some(objective - acc.optimum_objective),
                 laplace_scale: p.map(|_| plan.laplace_scale_at(last)),
@@ -602,6 +605,9 @@ pub fn train_seed_checkpointed(
             clip: crate::privacy::clip::ClipState::Stateless,
             shuffle: None,
             sampling_word_pos: rng_sampling.get_word_pos(),
+            augment_word_pos: 0,
+            ema: None,
+            snapshots: Vec::new(),
             noise: NoiseState::Seeded {
                 word_pos: rng_noise.get_word_pos(),
             },
@@ -733,12 +739,15 @@ pub fn train_seed_checkpointed(
         smoothness: Some(plan.constants.smoothness),
         epsilon_rdp: plan.rdp_epsilon_of(&ledger).ok(),
         rdp_delta: Some(plan.rdp_delta),
+        final_ema_test_accuracy: None,
     };
     Ok(SeedEnd::Finished(Box::new(SeedResult {
         rows: out_rows,
         summary,
         ledger,
         params: None,
+        ema_params: None,
+        snapshots: Vec::new(),
     })))
 }
 

@@ -5,7 +5,9 @@
 //! one step's activations and deltas (the kept forward pass, the backward pass and their
 //! temporaries: three times the activations of the largest batch a step is likely to draw), the
 //! per-sample convolution cache, a materialised `[B, P]` matrix for policies that form one, and
-//! one evaluation chunk of 1024 examples. It is meant to catch a configuration that cannot run
+//! one evaluation chunk of 1024 examples. With `[train.augmentation]` a step's activations hold
+//! K views of each example, and forming each example's mean gradient takes two `[P]` buffers per
+//! worker thread (no convolution cache then); with `train.ema_decay`, one more parameter vector. It is meant to catch a configuration that cannot run
 //! (hundreds of GB) with a clear message, not to predict the resident size to the megabyte:
 //! small allocations (scratch buffers, the rows written) are left out.
 
@@ -81,7 +83,15 @@ pub fn estimate(exp: &Experiment, concurrent_seeds: usize) -> MemoryEstimate {
         .map(|w| (w[0] + w[1]) as u64)
         .max()
         .unwrap_or(acts.first().copied().unwrap_or(0) as u64);
-    let batch = step_batch(exp.spec.train.sampler);
+    let examples = step_batch(exp.spec.train.sampler);
+    let views = exp
+        .spec
+        .train
+        .augmentation
+        .map_or(1, |a| a.multiplicity as u64);
+    // Rows of a step's forward and backward passes: K views of each example.
+    let batch = mul(examples, views);
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get() as u64);
     let eval_rows = [Some(&d.test), d.validation.as_ref(), Some(&d.train)]
         .into_iter()
         .flatten()
@@ -89,10 +99,24 @@ pub fn estimate(exp: &Experiment, concurrent_seeds: usize) -> MemoryEstimate {
         .max()
         .unwrap_or(0)
         .min(EVAL_CHUNK);
-    let conv_cache = mul(mul(batch, exp.model.conv_patch_lens() as u64), 4)
-        .min(crate::model::per_sample::CONV_CACHE_LIMIT_BYTES);
+    let conv_cache = if views > 1 {
+        0
+    } else {
+        mul(mul(batch, exp.model.conv_patch_lens() as u64), 4)
+            .min(crate::model::per_sample::CONV_CACHE_LIMIT_BYTES)
+    };
     let materialized = if exp.plan.clip.materializes() {
-        mul(mul(batch, p), 4)
+        mul(mul(examples, p), 4)
+    } else {
+        0
+    };
+    let view_means = if views > 1 {
+        mul(workers, mul(p, 8))
+    } else {
+        0
+    };
+    let ema = if exp.spec.train.ema_decay.is_some() {
+        mul(p, 4)
     } else {
         0
     };
@@ -120,6 +144,14 @@ pub fn estimate(exp: &Experiment, concurrent_seeds: usize) -> MemoryEstimate {
         Part {
             what: "the materialised per-sample gradients",
             bytes: mul(seeds, materialized),
+        },
+        Part {
+            what: "the augmented views' mean gradients",
+            bytes: mul(seeds, view_means),
+        },
+        Part {
+            what: "the parameters' moving average",
+            bytes: mul(seeds, ema),
         },
         Part {
             what: "one evaluation chunk",

@@ -41,6 +41,13 @@ pub const METRICS_EXTRA_COLUMNS: &[&str] = &[
     "stage",
 ];
 
+/// The columns a run with `train.ema_decay` adds at the end, in order.
+pub const METRICS_EMA_COLUMNS: &[&str] = &[
+    "ema_test_loss",
+    "ema_test_accuracy",
+    "ema_validation_accuracy",
+];
+
 /// The columns of every `summary.csv`, in order (a test checks them against [`SummaryRow`]).
 pub const SUMMARY_COLUMNS: &[&str] = &[
     "seed",
@@ -71,6 +78,9 @@ pub const SUMMARY_EXTRA_COLUMNS: &[&str] = &[
     "epsilon_rdp",
     "rdp_delta",
 ];
+
+/// The column a run with `train.ema_decay` adds at the end of `summary.csv`.
+pub const SUMMARY_EMA_COLUMNS: &[&str] = &["final_ema_test_accuracy"];
 
 /// One evaluation of one seed.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -137,6 +147,15 @@ pub struct MetricsRow {
     /// MASG stage of the last step.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stage: Option<u32>,
+    /// With `train.ema_decay` only (absent otherwise): the test loss and accuracy of the
+    /// exponential moving average of the parameters, and its validation accuracy (absent
+    /// without a validation split).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ema_test_loss: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ema_test_accuracy: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ema_validation_accuracy: Option<f64>,
 }
 
 /// How a seed ended.
@@ -190,6 +209,9 @@ pub struct SummaryRow {
     pub epsilon_rdp: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rdp_delta: Option<f64>,
+    /// With `train.ema_decay` only: the last row's `ema_test_accuracy`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub final_ema_test_accuracy: Option<f64>,
 }
 
 #[cfg(test)]
@@ -238,6 +260,9 @@ mod tests {
             step_size: None,
             momentum: None,
             stage: None,
+            ema_test_loss: None,
+            ema_test_accuracy: None,
+            ema_validation_accuracy: None,
         };
         assert_eq!(header(&m), METRICS_COLUMNS);
         (m.objective, m.excess_risk, m.laplace_scale) = (Some(0.0), Some(0.0), Some(0.0));
@@ -246,6 +271,18 @@ mod tests {
         let all: Vec<&str> = METRICS_COLUMNS
             .iter()
             .chain(METRICS_EXTRA_COLUMNS)
+            .copied()
+            .collect();
+        assert_eq!(header(&m), all);
+        (
+            m.ema_test_loss,
+            m.ema_test_accuracy,
+            m.ema_validation_accuracy,
+        ) = (Some(0.0), Some(0.0), Some(0.0));
+        let all: Vec<&str> = METRICS_COLUMNS
+            .iter()
+            .chain(METRICS_EXTRA_COLUMNS)
+            .chain(METRICS_EMA_COLUMNS)
             .copied()
             .collect();
         assert_eq!(header(&m), all);
@@ -273,6 +310,7 @@ mod tests {
             smoothness: None,
             epsilon_rdp: None,
             rdp_delta: None,
+            final_ema_test_accuracy: None,
         };
         assert_eq!(header(&s), SUMMARY_COLUMNS);
         (s.final_excess_risk, s.optimum_objective, s.smoothness) =
@@ -281,6 +319,14 @@ mod tests {
         let all: Vec<&str> = SUMMARY_COLUMNS
             .iter()
             .chain(SUMMARY_EXTRA_COLUMNS)
+            .copied()
+            .collect();
+        assert_eq!(header(&s), all);
+        s.final_ema_test_accuracy = Some(0.0);
+        let all: Vec<&str> = SUMMARY_COLUMNS
+            .iter()
+            .chain(SUMMARY_EXTRA_COLUMNS)
+            .chain(SUMMARY_EMA_COLUMNS)
             .copied()
             .collect();
         assert_eq!(header(&s), all);

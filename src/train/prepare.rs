@@ -67,6 +67,7 @@ impl Experiment {
         let data = prepare_data(&spec, data_dir)?;
         let model = build_model(&spec, &data)?;
         spec.check_against_data(data.train.len(), data.train.num_features())?;
+        check_augmentation(&spec, &data.train.sample_shape)?;
         let plan = TrainingPlan::new(&spec, data.train.len())?;
         // A policy that materialises [B, P] (AdaCliP) is refused before training when the
         // (expected) batch does not fit the memory limit.
@@ -238,6 +239,38 @@ fn split_test(path: &Path, test: &TestSet) -> (PathBuf, Option<f64>) {
     match test {
         TestSet::File(p) => (p.clone(), None),
         TestSet::Fraction(f) => (path.to_path_buf(), Some(*f)),
+    }
+}
+
+/// `[train.augmentation]` draws views of images: the data must be `[C, H, W]` images (not
+/// vectors, not PCA features) at least as tall and wide as the padding.
+fn check_augmentation(spec: &ExperimentSpec, sample_shape: &[usize]) -> Result<(), TrainError> {
+    let Some(a) = spec.train.augmentation else {
+        return Ok(());
+    };
+    let mismatch = |key: &str, reason: String| {
+        TrainError::Config(crate::config::ConfigError::DataMismatch {
+            at: crate::config::Location::file(&spec.source),
+            key: key.into(),
+            reason,
+        })
+    };
+    match sample_shape {
+        [_, h, w] if a.crop_padding <= *h && a.crop_padding <= *w => Ok(()),
+        [_, h, w] => Err(mismatch(
+            "train.augmentation.crop_padding",
+            format!(
+                "{} pixels of mirror padding on images of {h} x {w}; use at most {}",
+                a.crop_padding,
+                h.min(w)
+            ),
+        )),
+        other => Err(mismatch(
+            "train.augmentation",
+            format!(
+                "random crops and flips need images [C, H, W]; the training examples have shape {other:?}"
+            ),
+        )),
     }
 }
 

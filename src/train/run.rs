@@ -6,10 +6,12 @@
 //! σ_t, η_t  = plan (pure functions of t)
 //! batch     = sampler.next(rng_sampling)              Poisson by default; may be empty
 //! grads     = model.per_sample(params, batch)         norms and weighted sums, no [B, P] matrix
+//!             (with [train.augmentation]: K views of each example, g_i = mean of its views')
 //! release   = plan.clip.privatize(state, grads, σ_t, rng_noise)   the policy; state → next step
 //! g         = release.sum / expected_batch_size       never the realised batch size
 //! g        += λ θ                                     L2 penalty: data-independent, after noise
 //! optimizer.step(params, g, η_t)
+//! ema       = d_t·ema + (1 − d_t)·params                [train.ema_decay]: post-processing
 //! ledger.record(sampling(release.events))
 //! ```
 //!
@@ -27,9 +29,13 @@ use super::TrainError;
 use super::checkpoint::{self, Checkpointing, NoiseState, SeedState, WindowState};
 use super::metrics::{MetricsRow, SeedStatus, SummaryRow};
 use super::prepare::Experiment;
-use super::seed::{NoiseSource, Observer, STREAM_SAMPLING, SeedEnd, SeedResult, stream_rng};
+use super::seed::{
+    NoiseSource, Observer, STREAM_AUGMENT, STREAM_SAMPLING, SeedEnd, SeedResult, Snapshot,
+    ema_decay_at, ema_update, stream_rng,
+};
 use crate::config::spec::Sampler as SpecSampler;
 use crate::data::Dataset;
+use crate::data::augment::{self, ViewSpec};
 use crate::data::sampler::{FixedSizeSampler, PoissonSampler, Sampler, ShuffleSampler};
 use crate::grad::{GradError, PerSampleGradients};
 use crate::privacy::clip::{ClipError, StepContext};
@@ -152,6 +158,16 @@ pub fn train_seed_checkpointed(
                 break;
             }
             observer.on_eval(seed, &row, total);
+            // Rows after step 0 are evaluations 1, 2, ...: every k-th keeps its parameters.
+            if let Some(k) = exp.spec.output.save_model_every_evals
+                && (rows.len() as u64).is_multiple_of(k)
+            {
+                run.snapshots.push(Snapshot {
+                    step: t + 1,
+                    test_accuracy: row.test_accuracy,
+                    params: run.params.clone(),
+                });
+            }
             rows.push(row);
             run.window.reset();
         }
@@ -180,6 +196,12 @@ struct DpSgdSeed<'a> {
     sampler: Sampler,
     rng_sampling: rand_chacha::ChaCha12Rng,
     rng_noise: NoiseSource,
+    /// The augmented views' draws (used only with `[train.augmentation]`).
+    rng_augment: rand_chacha::ChaCha12Rng,
+    /// The exponential moving average of the parameters (`train.ema_decay`).
+    ema: Option<Array1<f32>>,
+    /// The parameters at every k-th evaluation (`output.save_model_every_evals`).
+    snapshots: Vec<Snapshot>,
     clip_state: crate::privacy::clip::ClipState,
     ledger: EventLedger,
     window: ClipWindow,
@@ -197,6 +219,7 @@ impl<'a> DpSgdSeed<'a> {
     fn set_up(exp: &'a Experiment, seed: u64) -> Result<Self, TrainError> {
         let (plan, model) = (&exp.plan, &exp.model);
         let params = exp.initial_params(seed);
+        let ema = exp.spec.train.ema_decay.map(|_| params.clone());
         let opt_state = plan.optimizer.init_state(params.len());
         let sampler = make_sampler(plan.sampler, exp.data.train.len(), plan.sample_rate)?;
         let rng_noise = NoiseSource::of(exp, seed).map_err(|e| TrainError::Step {
@@ -215,6 +238,9 @@ impl<'a> DpSgdSeed<'a> {
             sampler,
             rng_sampling: stream_rng(seed, STREAM_SAMPLING),
             rng_noise,
+            rng_augment: stream_rng(seed, STREAM_AUGMENT),
+            ema,
+            snapshots: Vec::new(),
             clip_state: plan.clip.init_state(model.num_params()),
             ledger: EventLedger::new(),
             window: ClipWindow::default(),
@@ -249,6 +275,9 @@ impl<'a> DpSgdSeed<'a> {
                 .map_err(refuse)?;
         }
         run.rng_sampling.set_word_pos(state.sampling_word_pos);
+        run.rng_augment.set_word_pos(state.augment_word_pos);
+        run.ema = state.ema.map(Array1::from);
+        run.snapshots = state.snapshots;
         match (&mut run.rng_noise, state.noise) {
             (NoiseSource::Seeded(rng), NoiseState::Seeded { word_pos }) => {
                 rng.set_word_pos(word_pos)
@@ -281,6 +310,9 @@ impl<'a> DpSgdSeed<'a> {
             clip: self.clip_state.clone(),
             shuffle: checkpoint::shuffle_state(&self.sampler),
             sampling_word_pos: self.rng_sampling.get_word_pos(),
+            augment_word_pos: self.rng_augment.get_word_pos(),
+            ema: self.ema.as_ref().map(|e| e.to_vec()),
+            snapshots: self.snapshots.clone(),
             noise: match &self.rng_noise {
                 NoiseSource::Seeded(rng) => NoiseState::Seeded {
                     word_pos: rng.get_word_pos(),
@@ -341,12 +373,24 @@ impl<'a> DpSgdSeed<'a> {
             };
             &empty
         } else {
-            x = train.features.select(Axis(0), &self.indices);
-            y = self.indices.iter().map(|&i| train.labels[i]).collect();
+            let (views, spec) = self.views();
+            let selected = train.features.select(Axis(0), &self.indices);
+            x = match spec {
+                Some((shape, spec)) => {
+                    augment::views(selected.view(), shape, spec, &mut self.rng_augment)
+                }
+                None => selected,
+            };
+            y = self
+                .indices
+                .iter()
+                .flat_map(|&i| std::iter::repeat_n(train.labels[i], views))
+                .collect();
             batch_grads = Some(
                 model
                     .per_sample(self.params.view(), x.view(), &y)
-                    .map_err(|e| self.step_err(t, e.to_string()))?,
+                    .map_err(|e| self.step_err(t, e.to_string()))?
+                    .with_views(views),
             );
             match &batch_grads {
                 Some(g) => g,
@@ -409,7 +453,28 @@ impl<'a> DpSgdSeed<'a> {
             &mut self.opt_state,
             clean_norm_sq,
         );
+        if let (Some(ema), Some(d)) = (&mut self.ema, self.exp.spec.train.ema_decay) {
+            ema_update(ema, &self.params, ema_decay_at(d, t));
+        }
         Ok(Some(batch_size))
+    }
+
+    /// Views per example, and how to draw them (`None`: the examples as they are).
+    fn views(&self) -> (usize, Option<([usize; 3], ViewSpec)>) {
+        let Some(a) = self.exp.spec.train.augmentation else {
+            return (1, None);
+        };
+        let shape = match self.exp.data.train.sample_shape[..] {
+            [c, h, w] => [c, h, w],
+            // Refused when the experiment is built (`prepare::check_augmentation`).
+            _ => unreachable!("[train.augmentation] on data that are not images"),
+        };
+        let spec = ViewSpec {
+            views: a.multiplicity,
+            crop_padding: a.crop_padding,
+            horizontal_flip: a.horizontal_flip,
+        };
+        (a.multiplicity, Some((shape, spec)))
     }
 
     /// The mean training loss since the last evaluation, and a fresh window for the next one.
@@ -453,6 +518,23 @@ impl<'a> DpSgdSeed<'a> {
             None => None,
             Some(r) => Some(r.map_err(|e| self.step_err(step, e.to_string()))?.epsilon),
         };
+        // The averaged parameters, scored like the raw ones (post-processing of the releases).
+        let (ema_test, ema_validation_accuracy) = match &self.ema {
+            None => (None, None),
+            Some(ema) => {
+                let on = |ds: &Dataset| {
+                    exp.model
+                        .evaluate(ema.view(), ds.features.view(), &ds.labels)
+                        .map_err(|e| self.step_err(step, e.to_string()))
+                };
+                let test = on(&exp.data.test)?;
+                let validation = match &exp.data.validation {
+                    Some(v) => Some(on(v)?.1),
+                    None => None,
+                };
+                (Some(test), validation)
+            }
+        };
         let sigma = plan.noise_multiplier_at(t_last);
         // Before any step: the first step's clip norm and gradient noise.
         let (clip_norm, noise_std) = match window.last {
@@ -493,6 +575,9 @@ impl<'a> DpSgdSeed<'a> {
             stage: None,
             train_set_loss,
             train_set_accuracy,
+            ema_test_loss: ema_test.map(|t| t.0),
+            ema_test_accuracy: ema_test.map(|t| t.1),
+            ema_validation_accuracy,
         })
     }
 
@@ -539,12 +624,15 @@ impl<'a> DpSgdSeed<'a> {
             smoothness: None,
             epsilon_rdp: None,
             rdp_delta: None,
+            final_ema_test_accuracy: last.ema_test_accuracy,
         };
         Ok(SeedResult {
             rows,
             summary,
             ledger: self.ledger,
             params: Some(self.params),
+            ema_params: self.ema,
+            snapshots: self.snapshots,
         })
     }
 }

@@ -21,6 +21,8 @@ use crate::privacy::secure_rng::{SecureGaussian, SecureRngError};
 pub const STREAM_INIT: u64 = 1;
 pub const STREAM_SAMPLING: u64 = 2;
 pub const STREAM_NOISE: u64 = 3;
+/// The augmented views' crops and flips (`[train.augmentation]`).
+pub const STREAM_AUGMENT: u64 = 4;
 
 /// A ChaCha12 generator for stream `stream` of run seed `seed`.
 pub fn stream_rng(seed: u64, stream: u64) -> ChaCha12Rng {
@@ -59,6 +61,36 @@ pub struct SeedResult {
     /// The final parameters of a layered model (`None` for `[accelerated]` runs, whose binary
     /// logistic model has no layers to name); saved as `seeds/<seed>.model.safetensors`.
     pub params: Option<ndarray::Array1<f32>>,
+    /// The final exponential moving average of the parameters (`train.ema_decay`); saved as
+    /// `seeds/<seed>.ema.model.safetensors`.
+    pub ema_params: Option<ndarray::Array1<f32>>,
+    /// The parameters at every k-th evaluation (`output.save_model_every_evals`), with the step
+    /// and that row's test accuracy; saved as `seeds/<seed>.step<step>.model.safetensors`.
+    pub snapshots: Vec<Snapshot>,
+}
+
+/// The parameters of a seed at one evaluation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Snapshot {
+    pub step: u64,
+    pub test_accuracy: f64,
+    pub params: ndarray::Array1<f32>,
+}
+
+/// The EMA decay at update t (0-based: the update after step t) for a configured decay `d`:
+/// min(d, (1 + t)/(10 + t)), the warm-up of TensorFlow's `ExponentialMovingAverage` with
+/// `num_updates`, as used by De et al. 2022 (arXiv:2204.13650, Sec. 3.2), so early averages are
+/// not dominated by the initialisation.
+pub fn ema_decay_at(d: f64, t: u64) -> f64 {
+    let t = t as f64;
+    d.min((1.0 + t) / (10.0 + t))
+}
+
+/// One EMA update: ema ← decay·ema + (1 − decay)·θ, coordinate by coordinate (so the result
+/// does not depend on the thread count).
+pub fn ema_update(ema: &mut ndarray::Array1<f32>, params: &ndarray::Array1<f32>, decay: f64) {
+    let (a, b) = (decay as f32, (1.0 - decay) as f32);
+    ema.zip_mut_with(params, |e, &p| *e = a * *e + b * p);
 }
 
 /// How a call to [`crate::train::train_seed`] ended.
@@ -108,5 +140,28 @@ impl GaussianSource for NoiseSource {
             NoiseSource::Seeded(r) => r.add_scaled_normals(out, scale),
             NoiseSource::Secure(r) => r.add_scaled_normals(out, scale),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ema_decay_warms_up_then_holds() {
+        // (1 + t)/(10 + t): 0.1 at the first update, 0.5 at t = 8, then capped by d.
+        assert_eq!(ema_decay_at(0.999, 0), 0.1);
+        assert_eq!(ema_decay_at(0.999, 8), 0.5);
+        assert_eq!(ema_decay_at(0.9, 1000), 0.9);
+        assert!(ema_decay_at(0.999, 1000) < 0.999);
+        assert_eq!(ema_decay_at(0.999, 100_000), 0.999);
+    }
+
+    #[test]
+    fn an_ema_update_moves_towards_the_parameters() {
+        let mut ema = ndarray::Array1::from(vec![0.0f32, 1.0, -2.0]);
+        let params = ndarray::Array1::from(vec![1.0f32, 1.0, 2.0]);
+        ema_update(&mut ema, &params, 0.75);
+        assert_eq!(ema.to_vec(), vec![0.25, 1.0, -1.0]);
     }
 }

@@ -93,6 +93,9 @@ pub struct ExperimentSpec {
 pub struct OutputSpec {
     /// `output.dir` (default `results/<experiment.name>`).
     pub dir: PathBuf,
+    /// `output.save_model_every_evals`: also save the parameters at every k-th evaluation (as
+    /// `seeds/<seed>.step<step>.model.safetensors`), besides the final model.
+    pub save_model_every_evals: Option<u64>,
 }
 
 impl ExperimentSpec {
@@ -264,6 +267,19 @@ pub fn validate(raw: &RawConfig, source: &Path) -> Result<ExperimentSpec, Config
         })?,
         _ => v.train(&raw.train)?,
     };
+    if accelerated.is_some() {
+        v.absent("train.ema_decay", &raw.train.ema_decay, || {
+            "not used by [accelerated] runs (they average their iterates as the paper says)".into()
+        })?;
+        v.absent("train.augmentation", &raw.train.augmentation, || {
+            "not used by [accelerated] runs (their data are feature vectors, not images)".into()
+        })?;
+        v.absent(
+            "output.save_model_every_evals",
+            &raw.output.save_model_every_evals,
+            || "[accelerated] runs save no model file".into(),
+        )?;
+    }
     let clip = v.clip(raw, privacy_enabled)?;
     let privacy = v.privacy(raw, privacy_enabled)?;
     let dir = match &raw.output.dir {
@@ -283,7 +299,14 @@ pub fn validate(raw: &RawConfig, source: &Path) -> Result<ExperimentSpec, Config
         train,
         clip,
         privacy,
-        output: OutputSpec { dir },
+        output: OutputSpec {
+            dir,
+            save_model_every_evals: raw
+                .output
+                .save_model_every_evals
+                .map(|k| v.int("output.save_model_every_evals", k, 1, i64::MAX))
+                .transpose()?,
+        },
         accelerated,
     })
 }

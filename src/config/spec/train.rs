@@ -17,7 +17,30 @@ pub struct TrainSpec {
     pub threads: Threads,
     /// `train.eval_train_set`: also evaluate on the whole training set at every evaluation.
     pub eval_train_set: bool,
+    /// `train.ema_decay`: keep an exponential moving average of the parameters with this decay
+    /// (in (0, 1)), evaluated beside them. Post-processing: free in privacy.
+    pub ema_decay: Option<f64>,
+    /// `[train.augmentation]`: K augmented views per example, gradients averaged before clipping.
+    pub augmentation: Option<Augmentation>,
 }
+
+/// `[train.augmentation]`: augmentation multiplicity (De et al. 2022, "Unlocking
+/// high-accuracy differentially private image classification through scale", arXiv:2204.13650,
+/// Sec. 3.1): each example of a batch is seen as `multiplicity` random views (a random crop of the
+/// image padded by `crop_padding` zero pixels on each side, then a horizontal flip with
+/// probability 1/2), and the example's gradient is the mean of its views' gradients, clipped once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Augmentation {
+    /// K ≥ 1 views per example.
+    pub multiplicity: usize,
+    /// Zero padding before the random crop back to the image's size (0: no crop).
+    pub crop_padding: usize,
+    pub horizontal_flip: bool,
+}
+
+/// Largest augmentation multiplicity (De et al. use up to 32; the batch's forward pass grows
+/// with it).
+pub const MAX_AUGMENTATION_MULTIPLICITY: usize = 256;
 
 /// `train.epochs` or `train.steps`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -310,6 +333,35 @@ impl Checker<'_> {
             eval_every,
             threads,
             eval_train_set: t.eval_train_set.unwrap_or(false),
+            ema_decay: t
+                .ema_decay
+                .map(|d| {
+                    self.float("train.ema_decay", d, "a number in (0, 1)", |x| {
+                        x > 0.0 && x < 1.0
+                    })
+                })
+                .transpose()?,
+            augmentation: t
+                .augmentation
+                .as_ref()
+                .map(|a| {
+                    Ok::<_, ConfigError>(Augmentation {
+                        multiplicity: self.size(
+                            "train.augmentation.multiplicity",
+                            a.multiplicity.unwrap_or(1),
+                            1,
+                            MAX_AUGMENTATION_MULTIPLICITY,
+                        )?,
+                        crop_padding: self.size(
+                            "train.augmentation.crop_padding",
+                            a.crop_padding.unwrap_or(4),
+                            0,
+                            64,
+                        )?,
+                        horizontal_flip: a.horizontal_flip.unwrap_or(true),
+                    })
+                })
+                .transpose()?,
         })
     }
 

@@ -156,6 +156,9 @@ impl Writer {
         self.opt_u64(r.stage.map(u64::from));
         self.opt_f64(r.train_set_loss);
         self.opt_f64(r.train_set_accuracy);
+        self.opt_f64(r.ema_test_loss);
+        self.opt_f64(r.ema_test_accuracy);
+        self.opt_f64(r.ema_validation_accuracy);
     }
 }
 
@@ -372,6 +375,9 @@ impl<'a> Reader<'a> {
             },
             train_set_loss: self.opt_f64(w)?,
             train_set_accuracy: self.opt_f64(w)?,
+            ema_test_loss: self.opt_f64(w)?,
+            ema_test_accuracy: self.opt_f64(w)?,
+            ema_validation_accuracy: self.opt_f64(w)?,
         })
     }
 }

@@ -7,7 +7,9 @@
 //! the shuffling sampler's permutation and position, the word positions of the seed's ChaCha12
 //! sampling and noise streams (the noise vectors are drawn afresh from the noise stream at every
 //! step, so its position is the noise source's whole state), the privacy ledger, the metrics rows
-//! written so far, the open evaluation window (training loss, clipping counts) and the step.
+//! written so far, the open evaluation window (training loss, clipping counts) and the step;
+//! with `[train.augmentation]` the views stream's position, with `train.ema_decay` the averaged
+//! parameters, and with `output.save_model_every_evals` the parameters kept so far.
 //! With `privacy.secure_noise = true` there is no noise stream to save: a resumed seed draws
 //! fresh OS-seeded noise (not byte-identical, as secure runs never are). An `[accelerated]` seed
 //! saves its iterates (x_t, x_{t−1}, the EMA) instead of parameters, optimizer and clipping
@@ -40,7 +42,7 @@ use crate::privacy::clip::dcsgd::DcsgdState;
 use crate::privacy::event::EventLedger;
 
 /// The format version this build writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 
 const MAGIC: &[u8; 8] = b"DPXCKPT\0";
 
@@ -109,6 +111,12 @@ pub struct SeedState {
     pub shuffle: Option<ShuffleState>,
     /// Word position of the ChaCha12 sampling stream.
     pub sampling_word_pos: u128,
+    /// Word position of the ChaCha12 augmentation stream (0 when views are not drawn).
+    pub augment_word_pos: u128,
+    /// The parameters' exponential moving average (`train.ema_decay`).
+    pub ema: Option<Vec<f32>>,
+    /// The parameters kept at every k-th evaluation so far (`output.save_model_every_evals`).
+    pub snapshots: Vec<crate::train::seed::Snapshot>,
     pub noise: NoiseState,
     pub ledger: EventLedger,
     pub rows: Vec<MetricsRow>,
@@ -218,6 +226,20 @@ pub fn encode(state: &SeedState, resolved_config: &str, seed: u64) -> Vec<u8> {
         }
     }
     w.u128(state.sampling_word_pos);
+    w.u128(state.augment_word_pos);
+    match &state.ema {
+        None => w.u8(0),
+        Some(e) => {
+            w.u8(1);
+            w.f32s(e);
+        }
+    }
+    w.u64(state.snapshots.len() as u64);
+    for s in &state.snapshots {
+        w.u64(s.step);
+        w.f64(s.test_accuracy);
+        w.f32s(&s.params.to_vec());
+    }
     match state.noise {
         NoiseState::Seeded { word_pos } => {
             w.u8(0);
@@ -342,6 +364,22 @@ pub fn decode(
         t => return Err(r.damaged(format!("sampler: unknown kind {t}")).into()),
     };
     let sampling_word_pos = r.u128("sampling stream")?;
+    let augment_word_pos = r.u128("augmentation stream")?;
+    let ema = match r.u8("ema")? {
+        0 => None,
+        1 => Some(r.f32s("ema")?),
+        t => return Err(r.damaged(format!("ema: unknown tag {t}")).into()),
+    };
+    // Each kept model takes at least 24 bytes (its step, accuracy and length).
+    let n_snapshots = r.len(24, "kept models")?;
+    let mut snapshots = Vec::with_capacity(n_snapshots);
+    for _ in 0..n_snapshots {
+        snapshots.push(crate::train::seed::Snapshot {
+            step: r.u64("kept models")?,
+            test_accuracy: r.f64("kept models")?,
+            params: r.f32s("kept models")?.into(),
+        });
+    }
     let noise = match r.u8("noise stream")? {
         0 => NoiseState::Seeded {
             word_pos: r.u128("noise stream")?,
@@ -394,6 +432,9 @@ pub fn decode(
         clip,
         shuffle,
         sampling_word_pos,
+        augment_word_pos,
+        ema,
+        snapshots,
         noise,
         ledger,
         rows,
@@ -432,6 +473,9 @@ pub fn validate(exp: &Experiment, seed: u64, state: &SeedState) -> Result<(), Ch
             it.x.len() == d && it.x_prev.len() == d && it.ema.len() == d && it.steps == state.step
         });
         let empty = state.params.is_empty()
+            && state.ema.is_none()
+            && state.snapshots.is_empty()
+            && state.augment_word_pos == 0
             && state.optimizer == OptimizerState::default()
             && state.clip == ClipState::Stateless
             && state.shuffle.is_none()
@@ -449,6 +493,29 @@ pub fn validate(exp: &Experiment, seed: u64, state: &SeedState) -> Result<(), Ch
             "{} parameters where the model has {p}",
             state.params.len()
         ));
+    }
+    if state.ema.as_ref().map(Vec::len) != exp.spec.train.ema_decay.map(|_| p) {
+        return bad("the parameters' moving average does not fit train.ema_decay".into());
+    }
+    let kept: Vec<u64> = match exp.spec.output.save_model_every_evals {
+        None => Vec::new(),
+        Some(k) => state
+            .rows
+            .iter()
+            .skip(1)
+            .enumerate()
+            .filter(|(i, _)| (*i as u64 + 1).is_multiple_of(k))
+            .map(|(_, r)| r.step)
+            .collect(),
+    };
+    let steps: Vec<u64> = state.snapshots.iter().map(|s| s.step).collect();
+    if steps != kept || state.snapshots.iter().any(|s| s.params.len() != p) {
+        return bad(format!(
+            "kept models at steps {steps:?}, expected {kept:?} (output.save_model_every_evals)"
+        ));
+    }
+    if exp.spec.train.augmentation.is_none() && state.augment_word_pos != 0 {
+        return bad("an augmentation stream in a run without views".into());
     }
     let fresh = plan.optimizer.init_state(p);
     let o = &state.optimizer;
@@ -495,7 +562,7 @@ fn check_streams(state: &SeedState) -> Result<(), CheckpointError> {
         NoiseState::Seeded { word_pos } => word_pos < words,
         NoiseState::Secure => true,
     };
-    if state.sampling_word_pos >= words || !noise_fits {
+    if state.sampling_word_pos >= words || state.augment_word_pos >= words || !noise_fits {
         return Err(CheckpointError::Damaged(
             "a random stream position beyond the stream".into(),
         ));
