@@ -280,7 +280,10 @@ mod tests {
         assert_eq!(spec.l2, 0.001);
         // Weight standardisation is read when given, and a false flag is not written back (so
         // saved specs without it stay byte-identical).
-        let ws = text.replace("padding = 3 }", "padding = 3, weight_standardization = true }");
+        let ws = text.replace(
+            "padding = 3 }",
+            "padding = 3, weight_standardization = true }",
+        );
         let ws: ModelSpec = toml::from_str(&ws).unwrap();
         assert_eq!(ws.layers[0], LayerSpec::conv_ws(16, 8, 2, 3));
         let json = serde_json::to_string(&spec.layers[0]).unwrap();

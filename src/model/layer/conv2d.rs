@@ -626,7 +626,9 @@ fn conv_squared_norms(
 /// ‖Jᵀ(Δᵀ U)‖²_F for one example by the identity of [`super::weight_std`] (its split form):
 /// Σ_o ‖g_o‖² / s_o² = ⟨U Uᵀ, Δ̃ Δ̃ᵀ⟩ with Δ̃ = Δ diag(1/s) (ghost norm, `s1`, `s2` `[L, L]`
 /// scratch), plus per row o the correction from Σ g_o = Σ_l Δ[l, o] (U 1)[l] and
-/// Σ g_o ⊙ Ŵ_o = Σ_l Δ[l, o] (U Ŵᵀ)[l, o].
+/// Σ g_o ⊙ Ŵ_o = Σ_l Δ[l, o] (U Ŵᵀ)[l, o]. The identity subtracts nearly equal terms when g lies
+/// close to span{1, Ŵ_o} (always for a fan-in of 2), so its relative error can be large there;
+/// the result is clamped at 0. It is never the default method (see [`default_method`]).
 fn ws_ghost_squared_norm(
     u: ArrayView2<'_, f32>,
     d: ArrayView2<'_, f32>,
@@ -656,7 +658,7 @@ fn ws_ghost_squared_norm(
         .collect();
     let mut p = Array2::<f32>::zeros((l, c));
     gemm_serial(u, ws.weight().t(), 0.0, p.view_mut());
-    (0..c)
+    ((0..c)
         .map(|o| {
             let (mut sum_g, mut sum_gw) = (0.0f64, 0.0f64);
             for t in 0..l {
@@ -667,7 +669,8 @@ fn ws_ghost_squared_norm(
             ws.squared_norm(o, 0.0, sum_g, sum_gw)
         })
         .sum::<f64>()
-        + gram
+        + gram)
+        .max(0.0)
 }
 
 /// Example `i`'s im2col rows `U_i` (`[L, K]` row-major), formed in `buf` (`L·K` entries).

@@ -32,7 +32,11 @@
 //! In exact arithmetic `S_o = 0` but `Q_o = n σ_o² / (σ_o² + ε)`, not n: the short form
 //! `‖g‖² − n m² − n a²` is off by `n a² ε / (σ_o² + ε)`, which matters for small weights (a wide
 //! fan-in at PyTorch's initialisation has σ² = 1/(3n)). [`Standardized::squared_norm`] uses the
-//! Q_o and S_o of the Ŵ the layer actually computes with, so the identity is exact for it.
+//! Q_o and S_o of the Ŵ the layer actually computes with, so the identity is exact for it. In
+//! floating point it subtracts nearly equal terms when g lies close to span{1, Ŵ_o} (for a
+//! fan-in of 2 it always does: ‖J_oᵀ g‖ is then of order ε‖g‖/σ³), so the convolution forms its
+//! norms by applying J_oᵀ to each example's materialised gradient, and uses the identity only as
+//! a cross-check (its forced ghost method).
 
 use ndarray::{Array2, ArrayView2, Axis};
 use rayon::prelude::*;
@@ -217,7 +221,11 @@ mod tests {
                     m[j] -= h;
                     let fd = (f(&p) - f(&m)) / (2.0 * h);
                     let tol = 1e-5 * fd.abs().max(jg[[o, j]].abs()).max(1.0);
-                    assert!((fd - jg[[o, j]]).abs() <= tol, "[{o},{j}]: {fd} vs {}", jg[[o, j]]);
+                    assert!(
+                        (fd - jg[[o, j]]).abs() <= tol,
+                        "[{o},{j}]: {fd} vs {}",
+                        jg[[o, j]]
+                    );
                 }
             }
             // The f32 form agrees with the f64 form.
