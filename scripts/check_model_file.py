@@ -6,7 +6,9 @@ Usage: check_model_file.py MODEL.safetensors INPUTS.f32 LOGITS.f32
 Reads the model with the `safetensors` package, rebuilds the network from the `model_spec`
 in its `dpx` metadata, runs the forward pass in NumPy (float64, PyTorch's layouts: images
 [N, C, H, W], conv weights [C_out, C_in, kh, kw], dense weights [out, in]) on the inputs
-(little-endian f32, one row of input_shape features per example), and compares with the
+(little-endian f32, one row of input_shape features per example; a conv layer with
+`weight_standardization` uses its weight standardised per output channel over C_in·kh·kw,
+(W − mean) / sqrt(biased variance + 1e-5), Qiao et al. 2019 eq. 2), and compares with the
 logits dpx computed (little-endian f32). Exits 1 when any logit differs by more than
 1e-5 * max(1, |logit|). Needs: numpy, safetensors.
 """
@@ -40,7 +42,13 @@ def forward(spec, tensors, x):
             p, k, s = layer["padding"], layer["kernel"], layer["stride"]
             xp = np.pad(x, ((0, 0), (0, 0), (p, p), (p, p)))
             w = windows(xp, k, s)  # [N, C, OH, OW, k, k]
-            x = np.einsum("nchwij,ocij->nohw", w, weight.astype(np.float64))
+            weight = weight.astype(np.float64)
+            if layer.get("weight_standardization", False):
+                rows = weight.reshape(weight.shape[0], -1)
+                mean = rows.mean(axis=1, keepdims=True)
+                var = rows.var(axis=1, keepdims=True)
+                weight = ((rows - mean) / np.sqrt(var + 1e-5)).reshape(weight.shape)
+            x = np.einsum("nchwij,ocij->nohw", w, weight)
             x += bias[None, :, None, None]
         elif kind == "max_pool":
             x = windows(x, layer["kernel"], layer["stride"]).max(axis=(4, 5))

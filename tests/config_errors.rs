@@ -535,6 +535,42 @@ fn cnn_layers_are_checked_per_kind() {
         &spec.model.architecture,
         config::ModelArchitecture::Cnn { layers } if layers[1] == config::LayerSpec::GroupNorm { groups: 2 }
     ));
+    let spec = load(&cnn(
+        "[[model.layers]]\nkind = \"conv2d\"\nout_channels = 4\nkernel_size = 3\nweight_standardization = true",
+    ))
+    .expect("valid weight_standardization");
+    assert!(matches!(
+        &spec.model.architecture,
+        config::ModelArchitecture::Cnn { layers }
+            if matches!(layers[0], config::LayerSpec::Conv2d { weight_standardization: true, .. })
+    ));
+    let e = load(&cnn(
+        "[[model.layers]]\nkind = \"dense\"\nout_features = 8\nweight_standardization = true",
+    ))
+    .expect_err("weight_standardization on dense");
+    assert!(
+        matches!(&e, ConfigError::NotApplicable { key, .. } if key == "model.layers[0].weight_standardization"),
+        "{e:?}"
+    );
+    assert_eq!(e.to_string().lines().count(), 1, "{e}");
+    let e = load(&cnn(
+        "[[model.layers]]\nkind = \"conv2d\"\nout_channels = 4\nkernel_size = 3\nweight_standardization = 1",
+    ))
+    .expect_err("weight_standardization = 1");
+    assert!(
+        matches!(&e, ConfigError::WrongType { key, .. } if key == "model.layers[0].weight_standardization"),
+        "{e:?}"
+    );
+    assert_eq!(e.to_string().lines().count(), 1, "{e}");
+    let e = load(&cnn(
+        "[[model.layers]]\nkind = \"conv2d\"\nout_channels = 4\nkernel_size = 3\nweight_standardisation = true",
+    ))
+    .expect_err("misspelt key");
+    assert!(
+        e.to_string().contains("weight_standardisation"),
+        "the unknown key is named: {e}"
+    );
+    assert_eq!(e.to_string().lines().count(), 1, "{e}");
     let e = load(&BASE.replace("architecture = \"logistic\"", "architecture = \"cnn\""))
         .expect_err("no layers");
     assert!(
@@ -553,7 +589,8 @@ fn cnn_layers_are_checked_per_kind() {
                     out_channels: 4,
                     kernel_size: 3,
                     stride: 1,
-                    padding: 0
+                    padding: 0,
+                    weight_standardization: false,
                 },
                 config::LayerSpec::MaxPool2d {
                     kernel_size: 2,

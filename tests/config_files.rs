@@ -176,6 +176,7 @@ out_channels = 8
 kernel_size = 5
 stride = 2
 padding = 2
+weight_standardization = true
 [[model.layers]]
 kind = "tanh"
 [[model.layers]]

@@ -16,7 +16,8 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;
 
 /// Every layer kind with parameters and a multi-channel image input (so the convolution's
-/// layout conversion and the channels-last permutation are both exercised).
+/// layout conversion and the channels-last permutation are both exercised); the second
+/// convolution is weight-standardised (the file holds its raw weight).
 fn spec() -> ModelSpec {
     ModelSpec {
         input_shape: vec![3, 8, 8],
@@ -28,7 +29,7 @@ fn spec() -> ModelSpec {
                 kernel: 2,
                 stride: 2,
             },
-            LayerSpec::conv(6, 3, 2, 1),
+            LayerSpec::conv_ws(6, 3, 2, 1),
             LayerSpec::act(Activation::Relu),
             LayerSpec::AvgPool {
                 kernel: 2,
@@ -235,6 +236,30 @@ fn numpy_reads_the_file_and_computes_the_same_logits() {
         println!("{name}: {}", String::from_utf8_lossy(&out.stdout).trim());
     };
     check(spec(), "every_layer");
+    // The metadata says which layer is standardised; a 3x3 stride-1 padding-1 one (Winograd
+    // forward) too.
+    let ws = ModelSpec {
+        input_shape: vec![2, 6, 6],
+        layers: vec![
+            LayerSpec::conv_ws(4, 3, 1, 1),
+            LayerSpec::act(Activation::Tanh),
+            LayerSpec::Flatten,
+            LayerSpec::Dense { units: 3 },
+        ],
+        loss: LossKind::SoftmaxCrossEntropy,
+        l2: 0.0,
+    };
+    check(ws, "weight_standardized");
+    let file = dir.join("weight_standardized.safetensors");
+    let meta = read_metadata(&std::fs::read(&file).unwrap(), &file)
+        .unwrap()
+        .unwrap();
+    let layers = &meta["model_spec"]["layers"];
+    assert_eq!(layers[0]["weight_standardization"], true, "{layers}");
+    assert!(
+        layers[3].get("weight_standardization").is_none(),
+        "{layers}"
+    );
     check(ModelSpec::cifar_cnn(), "cifar_cnn");
     check(ModelSpec::mlp(12, &[7], Activation::Relu, 4), "mlp");
     // A file whose logits were perturbed is caught (the check can fail).

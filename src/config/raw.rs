@@ -242,6 +242,8 @@ pub struct RawLayer {
     pub out_features: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub groups: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub weight_standardization: Option<bool>,
 }
 
 /// `[train]`.
@@ -652,6 +654,7 @@ impl RawConfig {
                     padding: Some(3),
                     out_features: Some(32),
                     groups: Some(4),
+                    weight_standardization: Some(true),
                 }]),
             },
             train: RawTrain {

@@ -505,11 +505,13 @@ fn raw_layer(l: &LayerSpec) -> RawLayer {
             kernel_size,
             stride,
             padding,
+            weight_standardization,
         } => RawLayer {
             out_channels: Some(int(out_channels)),
             kernel_size: Some(int(kernel_size)),
             stride: Some(int(stride)),
             padding: Some(int(padding)),
+            weight_standardization: Some(weight_standardization),
             ..base(LayerKind::Conv2d)
         },
         LayerSpec::MaxPool2d {

@@ -500,7 +500,7 @@ impl Model {
             let Some(delta) = delta else { continue };
             let layer = &self.layers[i];
             let input = std::mem::replace(&mut trace.acts[i], CowArray::from(layer::empty()));
-            let Some(gradients) = layer.gradients(input, delta) else {
+            let Some(gradients) = layer.gradients(params.view(), input, delta) else {
                 unreachable!("only trainable layers have deltas")
             };
             let groups = next_group..next_group + layer.params().len();

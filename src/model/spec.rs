@@ -41,11 +41,16 @@ pub enum LayerSpec {
     Dense { units: usize },
     /// 2-D convolution (cross-correlation, as PyTorch's `Conv2d`) with `channels` output channels,
     /// a square `kernel`, `stride` and zero `padding`. Its input must be an image `[C, H, W]`.
+    /// With `weight_standardization` each output channel's weights are standardised over their
+    /// fan-in before use (Qiao et al. 2019; see [`crate::model::layer::weight_std`]); the stored
+    /// parameter stays the raw weight. Absent from a spec (and from the saved JSON) when false.
     Conv2d {
         channels: usize,
         kernel: usize,
         stride: usize,
         padding: usize,
+        #[serde(default, skip_serializing_if = "is_false")]
+        weight_standardization: bool,
     },
     /// Max pooling over square windows of side `kernel`, moved by `stride` (no padding).
     MaxPool { kernel: usize, stride: usize },
@@ -73,8 +78,25 @@ impl LayerSpec {
             kernel,
             stride,
             padding,
+            weight_standardization: false,
         }
     }
+
+    /// Shorthand for a convolution with weight standardisation.
+    pub fn conv_ws(channels: usize, kernel: usize, stride: usize, padding: usize) -> Self {
+        LayerSpec::Conv2d {
+            channels,
+            kernel,
+            stride,
+            padding,
+            weight_standardization: true,
+        }
+    }
+}
+
+/// For `skip_serializing_if`: a false flag is left out of the written spec.
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// The loss applied to the model's output (the logits).
@@ -256,6 +278,20 @@ mod tests {
         assert_eq!(spec.layers[0], LayerSpec::conv(16, 8, 2, 3));
         assert_eq!(spec.layers[1], LayerSpec::act(Activation::Tanh));
         assert_eq!(spec.l2, 0.001);
+        // Weight standardisation is read when given, and a false flag is not written back (so
+        // saved specs without it stay byte-identical).
+        let ws = text.replace(
+            "padding = 3 }",
+            "padding = 3, weight_standardization = true }",
+        );
+        let ws: ModelSpec = toml::from_str(&ws).unwrap();
+        assert_eq!(ws.layers[0], LayerSpec::conv_ws(16, 8, 2, 3));
+        let json = serde_json::to_string(&spec.layers[0]).unwrap();
+        assert!(!json.contains("weight_standardization"), "{json}");
+        let json = serde_json::to_string(&ws.layers[0]).unwrap();
+        assert!(json.contains("\"weight_standardization\":true"), "{json}");
+        let back: LayerSpec = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, ws.layers[0]);
         let unknown = text.replace("max_pool", "min_pool");
         let err = toml::from_str::<ModelSpec>(&unknown)
             .unwrap_err()

@@ -463,8 +463,15 @@ pub fn model_spec(spec: &ExperimentSpec, sample_shape: &[usize], num_classes: us
                         kernel_size,
                         stride,
                         padding,
+                        weight_standardization,
                     } => {
-                        out.push(LayerSpec::conv(out_channels, kernel_size, stride, padding));
+                        out.push(LayerSpec::Conv2d {
+                            channels: out_channels,
+                            kernel: kernel_size,
+                            stride,
+                            padding,
+                            weight_standardization,
+                        });
                         spatial = true;
                     }
                     SpecLayer::MaxPool2d {

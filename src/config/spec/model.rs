@@ -55,6 +55,9 @@ pub enum LayerSpec {
         kernel_size: usize,
         stride: usize,
         padding: usize,
+        /// `weight_standardization`: standardise each output channel's weights over its fan-in
+        /// (Qiao et al. 2019); default false.
+        weight_standardization: bool,
     },
     MaxPool2d {
         kernel_size: usize,
@@ -227,6 +230,13 @@ impl Checker<'_> {
             if kind != LayerKind::GroupNorm {
                 self.absent(&key("groups"), &l.groups, why)?;
             }
+            if kind != LayerKind::Conv2d {
+                self.absent(
+                    &key("weight_standardization"),
+                    &l.weight_standardization,
+                    why,
+                )?;
+            }
             Ok(())
         };
         Ok(match kind {
@@ -237,6 +247,7 @@ impl Checker<'_> {
                     kernel_size: need("kernel_size", l.kernel_size, 1, 64)?,
                     stride: opt("stride", l.stride, 1, 1, 64)?,
                     padding: opt("padding", l.padding, 0, 0, 64)?,
+                    weight_standardization: l.weight_standardization.unwrap_or(false),
                 }
             }
             LayerKind::MaxPool2d | LayerKind::AvgPool2d => {

@@ -15,6 +15,17 @@
 //! weighted sum is a pass over them (no second product); otherwise the cheaper of the two norm
 //! methods is used and the weighted sum scales Δ's rows by their example's weight and forms one
 //! product `(diag(w) Δ)ᵀ U`. `g_i^b = Σ_l Δ_i[l, :]`.
+//!
+//! With weight standardisation ([`super::weight_std`], Qiao et al. 2019, eq. 1–2) the products
+//! use Ŵ instead of W, `Δ_iᵀ U_i` is the gradient with respect to Ŵ, and example i's weight
+//! gradient is `Jᵀ(Δ_iᵀ U_i)`, the backward map of the standardisation applied row by row. The
+//! materialise method applies it to each example's product (C_out·K more work per example) and
+//! sums the squares; the ghost method forms the norm by the exact identity of
+//! [`super::weight_std`] from ⟨U_i U_iᵀ, Δ̃_i Δ̃_iᵀ⟩ (Δ̃ = Δ diag(1/s)), Σ g = Δ_iᵀ(U_i 1) and
+//! Σ g ⊙ Ŵ = Σ_l Δ_i ⊙ (U_i Ŵᵀ), whose last product costs as much as materialising, so it is
+//! never the cheaper method and runs only when forced (it cross-checks the identity in the
+//! tests). The weighted sum applies the map once to the sum (it is linear), or sums the kept
+//! per-example W-gradients.
 
 use std::any::Any;
 use std::borrow::Cow;
@@ -25,6 +36,7 @@ use ndarray::{
 use rand_chacha::ChaCha12Rng;
 use rayon::prelude::*;
 
+use super::weight_std::Standardized;
 use super::{
     Backward, BackwardContext, BuildContext, Forward, Layer, LayerGradients, NormContext,
     ParamTensor, Saved, Shape, image_input, init_uniform_fan_in, tensor_matrix, window,
@@ -42,17 +54,21 @@ use crate::model::sums::{
 pub struct Conv2d {
     window: Window,
     out_channels: usize,
+    /// Weight standardisation: the products use Ŵ ([`super::weight_std`]).
+    standardize: bool,
     /// `[weight, bias]`.
     tensors: Vec<ParamTensor>,
 }
 
 impl Conv2d {
-    /// A convolution of `channels` output channels on an image input.
+    /// A convolution of `channels` output channels on an image input, with weight
+    /// standardisation when `standardize`.
     pub fn build(
         channels: usize,
         kernel: usize,
         stride: usize,
         padding: usize,
+        standardize: bool,
         input: Shape,
         ctx: &mut BuildContext,
     ) -> Result<Self, String> {
@@ -61,13 +77,32 @@ impl Conv2d {
         if channels == 0 {
             return Err("channels must be positive".into());
         }
+        if standardize && window.patch_len() < 2 {
+            // A fan-in of one standardises every weight to 0: the layer would output its bias.
+            return Err(format!(
+                "weight standardisation needs a fan-in (input channels × kernel²) of at least 2, \
+                 but this layer's is {}",
+                window.patch_len()
+            ));
+        }
         let weight = ctx.tensor("weight", vec![channels, kernel, kernel, c])?;
         let bias = ctx.tensor("bias", vec![channels])?;
         Ok(Conv2d {
             window,
             out_channels: channels,
+            standardize,
             tensors: vec![weight, bias],
         })
+    }
+
+    /// The weight the products use: W, or Ŵ with weight standardisation.
+    fn product_weight<'p>(&self, params: &ArrayView1<'p, f32>) -> CowArray<'p, f32, Ix2> {
+        let w = self.weight(params);
+        if self.standardize {
+            CowArray::from(Standardized::new(w).weight().to_owned())
+        } else {
+            CowArray::from(w)
+        }
     }
 
     fn weight<'p>(&self, params: &ArrayView1<'p, f32>) -> ArrayView2<'p, f32> {
@@ -155,12 +190,12 @@ impl Layer for Conv2d {
         input: ArrayView2<'_, f32>,
         _keep: bool,
     ) -> Forward {
-        let w = self.weight(&params);
+        let w = self.product_weight(&params);
         let b = params.slice(s![self.tensors[1].range.clone()]);
         Forward::plain(if crate::model::winograd::applies(&self.window) {
-            crate::model::winograd::conv_forward(input, &self.window, w, b)
+            crate::model::winograd::conv_forward(input, &self.window, w.view(), b)
         } else {
-            conv_forward(input, &self.window, w, b)
+            conv_forward(input, &self.window, w.view(), b)
         })
     }
 
@@ -170,7 +205,8 @@ impl Layer for Conv2d {
             .into_shape_with_order((rows, self.out_channels))
             .unwrap_or_else(|_| unreachable!("a conv delta is contiguous"));
         let dx = input_gradient.then(|| {
-            conv_input_gradient(dm.view(), &self.window, self.weight(&ctx.params), ctx.batch)
+            let w = self.product_weight(&ctx.params);
+            conv_input_gradient(dm.view(), &self.window, w.view(), ctx.batch)
         });
         Backward {
             input_gradient: dx,
@@ -180,6 +216,7 @@ impl Layer for Conv2d {
 
     fn gradients<'a>(
         &self,
+        params: ArrayView1<'_, f32>,
         input: CowArray<'a, f32, Ix2>,
         delta: Array2<f32>,
     ) -> Option<Box<dyn LayerGradients + 'a>> {
@@ -187,6 +224,9 @@ impl Layer for Conv2d {
             input,
             window: self.window,
             delta,
+            standardized: self
+                .standardize
+                .then(|| Standardized::new(self.weight(&params))),
             weight: self.tensors[0].clone(),
             bias: self.tensors[1].clone(),
         }))
@@ -196,26 +236,52 @@ impl Layer for Conv2d {
         (self.window.positions() * self.window.patch_len() * self.out_channels) as f64
     }
 
+    /// With weight standardisation: the backward map on every example's product (3·C_out·K per
+    /// example: two row sums and the update), plus, per batch, the standardisation done by the
+    /// forward pass, the backward pass and the gradient object and the map on the weighted sum
+    /// (≈ 4 × 3·C_out·K, spread over the batch); the norm method is always materialise.
     fn norm_macs(&self, batch: usize, cache_budget: &mut u64) -> f64 {
         let (l, k, c) = (
             self.window.positions(),
             self.window.patch_len(),
             self.out_channels,
         );
+        let standardization = if self.standardize {
+            3.0 * (k * c) as f64 + 12.0 * (k * c) as f64 / batch.max(1) as f64
+        } else {
+            0.0
+        };
         let bytes = (batch * k * c * 4) as u64;
-        if bytes <= *cache_budget {
+        let norms = if bytes <= *cache_budget {
             *cache_budget -= bytes;
             0.0
         } else {
-            match ConvNormMethod::cheaper(l, k, c) {
+            match self.default_method(l, k, c) {
                 ConvNormMethod::Materialize => (l * k * c) as f64,
                 ConvNormMethod::Ghost => (l * l * (k + c)) as f64,
             }
-        }
+        };
+        norms + standardization
     }
 
     fn kept_gradient_len(&self) -> usize {
         self.window.patch_len() * self.out_channels
+    }
+}
+
+impl Conv2d {
+    /// The norm method used when the kept gradients do not fit: the cheaper one, or materialise
+    /// with weight standardisation (its ghost form needs a product as large as materialising).
+    fn default_method(&self, l: usize, k: usize, c: usize) -> ConvNormMethod {
+        default_method(self.standardize, l, k, c)
+    }
+}
+
+fn default_method(standardize: bool, l: usize, k: usize, c: usize) -> ConvNormMethod {
+    if standardize {
+        ConvNormMethod::Materialize
+    } else {
+        ConvNormMethod::cheaper(l, k, c)
     }
 }
 
@@ -225,13 +291,16 @@ struct ConvGradients<'a> {
     input: CowArray<'a, f32, Ix2>,
     window: Window,
     delta: Array2<f32>,
+    /// With weight standardisation: Ŵ and the backward map to W.
+    standardized: Option<Standardized>,
     weight: ParamTensor,
     bias: ParamTensor,
 }
 
 /// What a convolution's norm pass leaves for the weighted sum that follows.
 struct ConvCache {
-    /// Per-example weight gradients `[B, C_out·K]`, when materialised within the cache budget.
+    /// Per-example weight gradients `[B, C_out·K]` (with respect to W, the backward map of a
+    /// standardisation already applied), when materialised within the cache budget.
     kept: Option<Array2<f32>>,
     /// Per-example bias gradients Σ_l Δ_i[l, :] `[B, C_out]` (f64).
     bias: Array2<f64>,
@@ -254,11 +323,12 @@ impl LayerGradients for ConvGradients<'_> {
         // fit the cache; otherwise take the cheaper.
         let bytes = (batch * k * c * 4) as u64;
         let fits = bytes <= ctx.cache_budget;
+        let ws = self.standardized.as_ref();
         let method = ctx.conv_method.unwrap_or_else(|| {
             if fits {
                 ConvNormMethod::Materialize
             } else {
-                ConvNormMethod::cheaper(positions, k, c)
+                default_method(ws.is_some(), positions, k, c)
             }
         });
         let keep = method == ConvNormMethod::Materialize && fits;
@@ -269,6 +339,7 @@ impl LayerGradients for ConvGradients<'_> {
             self.input.view(),
             &self.window,
             self.delta.view(),
+            ws,
             method,
             keep,
         );
@@ -309,19 +380,32 @@ impl LayerGradients for ConvGradients<'_> {
         let d = scaled.as_ref().map_or(self.delta.view(), |a| a.view());
         let gw = conv_weight_gradient(self.input.view(), &self.window, d);
         write_f64(out, &self.weight.range, &gw);
+        if let Some(ws) = &self.standardized {
+            // The map is linear: J applied once to Σ_i w_i ∂L_i/∂Ŵ is Σ_i w_i ∂L_i/∂W.
+            let Some(o) = out.slice_mut(s![self.weight.range.clone()]).into_slice() else {
+                unreachable!("a fresh array is contiguous")
+            };
+            ws.backward_f64(o);
+        }
     }
 
     fn example_gradient(&self, i: usize, mut row: ArrayViewMut1<'_, f32>) {
         let (l, k) = (self.window.positions(), self.window.patch_len());
         let d = self.delta.slice(s![i * l..(i + 1) * l, ..]);
-        let gw = row
+        let mut gw = row
             .slice_mut(s![self.weight.range.clone()])
             .into_shape_with_order((d.ncols(), k))
             .unwrap_or_else(|_| unreachable!("a row of a fresh array is contiguous"));
         with_scratch(l * k, |ub| {
             let u = example_cols(self.input.view(), &self.window, i, ub);
-            conv_example_gradient(u, d, gw);
+            conv_example_gradient(u, d, gw.view_mut());
         });
+        if let Some(ws) = &self.standardized {
+            let Some(g) = gw.as_slice_mut() else {
+                unreachable!("a row of a fresh array is contiguous")
+            };
+            ws.backward_f32(g);
+        }
         row.slice_mut(s![self.bias.range.clone()])
             .assign(&d.sum_axis(Axis(0)));
     }
@@ -431,11 +515,13 @@ type ConvNorms = (Vec<(f64, f64)>, Option<Array2<f32>>, Array2<f64>);
 
 /// Per example: (‖Δ_iᵀ U_i‖²_F, ‖Σ_l Δ_i[l, :]‖²); with `keep` (materialise method only), also
 /// the per-example weight gradients `[B, C_out·K]`; and the per-example bias gradients
-/// `[B, C_out]` (f64).
+/// `[B, C_out]` (f64). With weight standardisation (`ws`) the weight gradients and their norms
+/// are those of `Jᵀ(Δ_iᵀ U_i)` (see the module doc).
 fn conv_squared_norms(
     input: ArrayView2<'_, f32>,
     window: &Window,
     delta: ArrayView2<'_, f32>,
+    ws: Option<&Standardized>,
     method: ConvNormMethod,
     keep: bool,
 ) -> ConvNorms {
@@ -474,10 +560,16 @@ fn conv_squared_norms(
                 let g = row
                     .into_shape_with_order((c, k))
                     .unwrap_or_else(|_| unreachable!("a row of a fresh array is contiguous"));
-                let g = with_scratch(positions * k, |buf| {
+                let mut g = with_scratch(positions * k, |buf| {
                     gemm_serial_uninit(d.t(), example_cols(input, window, i, buf), g)
                 });
-                (sum_squares_slice(g.as_slice().unwrap_or(&[])), bias_sq(i))
+                let Some(g) = g.as_slice_mut() else {
+                    unreachable!("a row of a fresh array is contiguous")
+                };
+                if let Some(ws) = ws {
+                    ws.backward_f32(g);
+                }
+                (sum_squares_slice(g), bias_sq(i))
             })
             .collect();
         // SAFETY: the loop above visited every row and `gemm_serial_uninit` wrote all of it.
@@ -503,16 +595,25 @@ fn conv_squared_norms(
                     match method {
                         ConvNormMethod::Materialize => {
                             conv_example_gradient(u, d, s1.view_mut());
-                            sum_squares_slice(s1.as_slice().unwrap_or(&[]))
+                            let Some(g) = s1.as_slice_mut() else {
+                                unreachable!("a fresh array is contiguous")
+                            };
+                            if let Some(ws) = ws {
+                                ws.backward_f32(g);
+                            }
+                            sum_squares_slice(g)
                         }
-                        ConvNormMethod::Ghost => {
-                            gemm_serial(u, u.t(), 0.0, s1.view_mut());
-                            gemm_serial(d, d.t(), 0.0, s2.view_mut());
-                            s1.iter()
-                                .zip(s2.iter())
-                                .map(|(&x, &y)| x as f64 * y as f64)
-                                .sum::<f64>()
-                        }
+                        ConvNormMethod::Ghost => match ws {
+                            Some(ws) => ws_ghost_squared_norm(u, d, ws, s1, s2),
+                            None => {
+                                gemm_serial(u, u.t(), 0.0, s1.view_mut());
+                                gemm_serial(d, d.t(), 0.0, s2.view_mut());
+                                s1.iter()
+                                    .zip(s2.iter())
+                                    .map(|(&x, &y)| x as f64 * y as f64)
+                                    .sum::<f64>()
+                            }
+                        },
                     }
                 });
                 (weight_sq, bias_sq(i))
@@ -520,6 +621,56 @@ fn conv_squared_norms(
         )
         .collect();
     (norms, None, biases)
+}
+
+/// ‖Jᵀ(Δᵀ U)‖²_F for one example by the identity of [`super::weight_std`] (its split form):
+/// Σ_o ‖g_o‖² / s_o² = ⟨U Uᵀ, Δ̃ Δ̃ᵀ⟩ with Δ̃ = Δ diag(1/s) (ghost norm, `s1`, `s2` `[L, L]`
+/// scratch), plus per row o the correction from Σ g_o = Σ_l Δ[l, o] (U 1)[l] and
+/// Σ g_o ⊙ Ŵ_o = Σ_l Δ[l, o] (U Ŵᵀ)[l, o]. The identity subtracts nearly equal terms when g lies
+/// close to span{1, Ŵ_o} (always for a fan-in of 2), so its relative error can be large there;
+/// the result is clamped at 0. It is never the default method (see [`default_method`]).
+fn ws_ghost_squared_norm(
+    u: ArrayView2<'_, f32>,
+    d: ArrayView2<'_, f32>,
+    ws: &Standardized,
+    s1: &mut Array2<f32>,
+    s2: &mut Array2<f32>,
+) -> f64 {
+    let (l, c) = d.dim();
+    let inv = ws.inv_std();
+    let mut scaled = d.to_owned();
+    for mut r in scaled.rows_mut() {
+        r.iter_mut()
+            .zip(inv)
+            .for_each(|(v, &x)| *v = (*v as f64 * x) as f32);
+    }
+    gemm_serial(u, u.t(), 0.0, s1.view_mut());
+    gemm_serial(scaled.view(), scaled.t(), 0.0, s2.view_mut());
+    let gram: f64 = s1
+        .iter()
+        .zip(s2.iter())
+        .map(|(&x, &y)| x as f64 * y as f64)
+        .sum();
+    let row_sums: Vec<f64> = u
+        .rows()
+        .into_iter()
+        .map(|r| r.iter().map(|&v| v as f64).sum())
+        .collect();
+    let mut p = Array2::<f32>::zeros((l, c));
+    gemm_serial(u, ws.weight().t(), 0.0, p.view_mut());
+    ((0..c)
+        .map(|o| {
+            let (mut sum_g, mut sum_gw) = (0.0f64, 0.0f64);
+            for t in 0..l {
+                let dv = d[[t, o]] as f64;
+                sum_g += dv * row_sums[t];
+                sum_gw += dv * p[[t, o]] as f64;
+            }
+            ws.squared_norm(o, 0.0, sum_g, sum_gw)
+        })
+        .sum::<f64>()
+        + gram)
+        .max(0.0)
 }
 
 /// Example `i`'s im2col rows `U_i` (`[L, K]` row-major), formed in `buf` (`L·K` entries).

@@ -101,6 +101,7 @@ impl Layer for Dense {
 
     fn gradients<'a>(
         &self,
+        _params: ArrayView1<'_, f32>,
         input: CowArray<'a, f32, Ix2>,
         delta: Array2<f32>,
     ) -> Option<Box<dyn LayerGradients + 'a>> {

@@ -212,6 +212,7 @@ impl Layer for GroupNorm {
 
     fn gradients<'a>(
         &self,
+        _params: ArrayView1<'_, f32>,
         _input: CowArray<'a, f32, Ix2>,
         delta: Array2<f32>,
     ) -> Option<Box<dyn LayerGradients + 'a>> {

@@ -9,7 +9,8 @@
 //! its FLOPs. One file per layer:
 //!
 //! - [`dense`]: `y = W x + b`;
-//! - [`conv2d`]: 2-D convolution (im2col, Winograd forward where it applies, ghost norms);
+//! - [`conv2d`]: 2-D convolution (im2col, Winograd forward where it applies, ghost norms),
+//!   optionally weight-standardised ([`weight_std`]: Ŵ, its backward map and exact norms);
 //! - [`pool`]: max and average pooling;
 //! - [`group_norm`]: group normalisation (per example, so per-sample gradients stay valid);
 //! - [`activation`]: element-wise activations;
@@ -29,6 +30,7 @@ pub mod dense;
 pub mod group_norm;
 pub mod pool;
 pub mod reshape;
+pub mod weight_std;
 
 use std::any::Any;
 use std::fmt;
@@ -206,9 +208,12 @@ pub trait Layer: fmt::Debug + Send + Sync {
     /// needed.
     fn backward(&self, ctx: BackwardContext<'_>, d: Array2<f32>, input_gradient: bool) -> Backward;
 
-    /// The per-sample gradient object of a trainable layer, from its input and its delta.
+    /// The per-sample gradient object of a trainable layer, from the flat parameters (for
+    /// layers whose gradients depend on them, as a weight-standardised convolution's), its input
+    /// and its delta.
     fn gradients<'a>(
         &self,
+        _params: ArrayView1<'_, f32>,
         _input: CowArray<'a, f32, Ix2>,
         _delta: Array2<f32>,
     ) -> Option<Box<dyn LayerGradients + 'a>> {
@@ -273,8 +278,15 @@ pub fn build(
             kernel,
             stride,
             padding,
+            weight_standardization,
         } => Arc::new(conv2d::Conv2d::build(
-            channels, kernel, stride, padding, input, ctx,
+            channels,
+            kernel,
+            stride,
+            padding,
+            weight_standardization,
+            input,
+            ctx,
         )?),
         LayerSpec::MaxPool { kernel, stride } => {
             Arc::new(pool::MaxPool::build(kernel, stride, input)?)
