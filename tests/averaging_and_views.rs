@@ -72,8 +72,8 @@ fn an_examples_gradient_is_the_mean_of_its_views_gradients() {
         let tol = 1e-6 + 1e-4 * a.abs().max(e.abs());
         assert!((a - e).abs() <= tol, "{what}: {a} vs {e}");
     };
-    for i in 0..b {
-        close(grads.losses()[i], oracle_loss[i], "loss");
+    for (i, &loss) in oracle_loss.iter().enumerate() {
+        close(grads.losses()[i], loss, "loss");
         let norm = oracle.row(i).iter().map(|v| v * v).sum::<f64>().sqrt();
         close(grads.norms()[i], norm, "norm of the mean");
         for (g, (_, range)) in grads.groups().iter().enumerate() {
