@@ -24,7 +24,10 @@ fn real_data_dir() -> Option<PathBuf> {
         skip_note("DPX_SKIP_REAL_DATA=1: real-data tests skipped");
         return None;
     }
-    let Some(dir) = std::env::var_os("DPX_REAL_DATA_DIR").map(PathBuf::from) else {
+    let Some(dir) = std::env::var_os("DPX_REAL_DATA_DIR")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+    else {
         skip_note(
             "real-data tests skipped: set DPX_REAL_DATA_DIR to a directory holding mnist/, \
              cifar10/ and a9a/ (`dpx data fetch NAME --data-dir DIR` for each) to run them",

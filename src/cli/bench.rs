@@ -1,6 +1,13 @@
 //! `dpx bench`: step throughput of the reference workloads of `docs/benchmarks.md`
-//! (logreg_mnist, mlp_mnist, cnn_mnist, cnn_cifar10), each as a non-private SGD step and a
-//! DP-SGD step, at one thread and at all threads.
+//! (logreg_mnist, mlp_mnist, cnn_mnist, cnn_cifar10, and the accuracy techniques on CIFAR-10:
+//! cnn_cifar10_gn_ws with group normalisation and weight standardisation, cnn_cifar10_augmult4
+//! with 4 augmented views per example), each as a non-private SGD step and a DP-SGD step, at one
+//! thread and at all threads.
+//!
+//! With views, a step runs K·B rows; the DP step clips each example's mean over its views
+//! (`BatchGradients::with_views`), the non-private step takes the gradient of the mean loss over
+//! the K·B rows (the same update direction without clipping); `examples/s` counts examples, not
+//! rows.
 //!
 //! Orchestration only: a step is `Model::loss_and_gradient` (non-private) or `Model::per_sample`
 //! then `privacy::clip::flat::privatize_flat` (per-sample clipping to 1, noise multiplier 1),
@@ -22,7 +29,7 @@ use rand_distr::StandardNormal;
 use serde::Serialize;
 
 use crate::bad_input;
-use crate::model::{Model, ModelSpec, with_threads};
+use crate::model::{LayerSpec, Model, ModelSpec, with_threads};
 use crate::privacy::clip::flat::privatize_flat;
 
 /// Arguments of `dpx bench`.
@@ -54,16 +61,57 @@ pub struct BenchArgs {
 }
 
 /// The reference workloads: (name, model, batch size), as in `docs/benchmarks.md`.
-pub fn workloads() -> Vec<(&'static str, ModelSpec, usize)> {
+pub fn workloads() -> Vec<Workload> {
     let named = |n: &str| {
         ModelSpec::named(n).unwrap_or_else(|| unreachable!("{n} is a named architecture"))
     };
+    let w = |name, spec, batch, views| Workload {
+        name,
+        spec,
+        batch,
+        views,
+    };
     vec![
-        ("logreg_mnist", named("logreg_mnist"), 256),
-        ("mlp_mnist", named("mlp_mnist"), 256),
-        ("cnn_mnist", named("mnist_cnn"), 256),
-        ("cnn_cifar10", named("cifar_cnn"), 128),
+        w("logreg_mnist", named("logreg_mnist"), 256, 1),
+        w("mlp_mnist", named("mlp_mnist"), 256, 1),
+        w("cnn_mnist", named("mnist_cnn"), 256, 1),
+        w("cnn_cifar10", named("cifar_cnn"), 128, 1),
+        w("cnn_cifar10_gn_ws", cifar_cnn_gn_ws(), 128, 1),
+        w("cnn_cifar10_augmult4", named("cifar_cnn"), 32, 4),
     ]
+}
+
+/// One reference workload: a model, its batch (examples) and views per example.
+#[derive(Debug, Clone)]
+pub struct Workload {
+    pub name: &'static str,
+    pub spec: ModelSpec,
+    pub batch: usize,
+    pub views: usize,
+}
+
+/// `cifar_cnn` with every convolution weight-standardised and followed by group normalisation
+/// (8 groups) before its tanh: the normalisation De et al. 2022 (arXiv:2204.13650) use for DP.
+fn cifar_cnn_gn_ws() -> ModelSpec {
+    let mut spec = ModelSpec::cifar_cnn();
+    let mut layers = Vec::new();
+    for layer in spec.layers {
+        match layer {
+            LayerSpec::Conv2d {
+                channels,
+                kernel,
+                stride,
+                padding,
+                ..
+            } => {
+                layers.push(LayerSpec::conv_ws(channels, kernel, stride, padding));
+                layers.push(LayerSpec::GroupNorm { groups: 8 });
+            }
+            other => layers.push(other),
+        }
+    }
+    spec.layers = layers;
+    spec
 }
 
 /// One measured (workload, mode, threads).
@@ -98,8 +146,8 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     } else {
         let mut chosen = Vec::new();
         for name in &args.workloads {
-            let Some(w) = all.iter().find(|(n, _, _)| n == name) else {
-                let names: Vec<_> = all.iter().map(|(n, _, _)| *n).collect();
+            let Some(w) = all.iter().find(|w| w.name == name) else {
+                let names: Vec<_> = all.iter().map(|w| w.name).collect();
                 return Err(bad_input!(
                     "--workload: unknown workload {name:?}; expected one of {}",
                     names.join(", ")
@@ -154,13 +202,14 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
             )?;
         }
     }
-    for (name, spec, batch) in &selected {
-        let batch = args.batch.unwrap_or(*batch);
-        let model = spec.build().context("building a reference workload")?;
+    for w in &selected {
+        let (name, views) = (w.name, w.views);
+        let batch = args.batch.unwrap_or(w.batch);
+        let model = w.spec.build().context("building a reference workload")?;
         for &threads in &thread_counts {
             for &dp in &modes {
                 let record = with_threads(threads, || {
-                    measure(name, &model, batch, dp, threads, args.steps)
+                    measure(name, &model, (batch, views), dp, threads, args.steps)
                 })??;
                 if args.json {
                     writeln!(out, "{}", serde_json::to_string(&record)?)?;
@@ -185,29 +234,34 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Time `model`'s step on `batch` examples of `views` views each (rows = batch · views).
 fn measure(
     name: &str,
     model: &Model,
-    batch: usize,
+    (batch, views): (usize, usize),
     dp: bool,
     threads: usize,
     steps: Option<usize>,
 ) -> anyhow::Result<BenchRecord> {
     let mut rng = ChaCha8Rng::seed_from_u64(0);
-    let x = Array2::from_shape_fn((batch, model.input_size()), |_| {
+    let rows = batch * views;
+    let x = Array2::from_shape_fn((rows, model.input_size()), |_| {
         rng.sample::<f32, _>(StandardNormal)
     });
     let labels: Vec<usize> = (0..batch)
-        .map(|_| rng.random_range(0..model.num_classes()))
+        .flat_map(|_| std::iter::repeat_n(rng.random_range(0..model.num_classes()), views))
         .collect();
     let mut params = model.init_params(0);
     let mut noise_rng = rand_chacha::ChaCha12Rng::seed_from_u64(1);
     let mut step = |params: &mut Array1<f32>| -> anyhow::Result<()> {
         let sum = if dp {
-            let grads = model.per_sample(params.view(), x.view(), &labels)?;
+            let grads = model
+                .per_sample(params.view(), x.view(), &labels)?
+                .with_views(views);
             privatize_flat(&grads, CLIP_NORM, NOISE_MULTIPLIER, &mut noise_rng)?.sum
         } else {
-            model.loss_and_gradient(params.view(), x.view(), &labels)?.1
+            let g = model.loss_and_gradient(params.view(), x.view(), &labels)?.1;
+            g / views as f64
         };
         let scale = LEARNING_RATE / batch as f64;
         params.zip_mut_with(&sum, |p, &g| *p -= (scale * g) as f32);
@@ -227,7 +281,7 @@ fn measure(
         step(&mut params)?;
     }
     let seconds = start.elapsed().as_secs_f64() / steps as f64;
-    let flops = model.step_flops(batch, dp);
+    let flops = model.step_flops(rows, dp);
     Ok(BenchRecord {
         workload: name.to_string(),
         mode: if dp { "dp" } else { "nonprivate" },
