@@ -715,6 +715,20 @@ fn print_plan(exp: &Experiment, out: &Path) {
     } else if !matches!(p.clip, crate::privacy::clip::ClipPolicy::Flat { .. }) {
         println!("clip policy {}", p.clip.name());
     }
+    let t = &exp.spec.train;
+    if let Some(a) = t.augmentation {
+        println!(
+            "augmentation: {} views per example (mirror-padded random crop {}, horizontal flip {}), their gradients averaged before clipping: the sensitivity and epsilon are unchanged",
+            a.multiplicity,
+            a.crop_padding,
+            if a.horizontal_flip { "on" } else { "off" }
+        );
+    }
+    if let Some(d) = t.ema_decay {
+        println!(
+            "ema: moving average of the parameters with decay {d} (post-processing), scored in the ema_* columns and saved as seeds/<seed>.ema.model.safetensors"
+        );
+    }
     println!("output: {}", out.display());
 }
 
