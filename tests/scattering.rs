@@ -53,7 +53,11 @@ fn reference() -> Vec<Case> {
                 read_u32(&bytes, &mut at),
             );
             let input = read_f32s(&bytes, &mut at, c * h * w);
-            let output = read_f32s(&bytes, &mut at, c * num_channels(j, l) * (h >> j) * (w >> j));
+            let output = read_f32s(
+                &bytes,
+                &mut at,
+                c * num_channels(j, l) * (h >> j) * (w >> j),
+            );
             Case {
                 c,
                 h,

@@ -220,8 +220,16 @@ impl Scattering2d {
         }
         let p = 1usize << j;
         for (name, what, side) in [
-            ("height", "the image height for the scattering transform", height),
-            ("width", "the image width for the scattering transform", width),
+            (
+                "height",
+                "the image height for the scattering transform",
+                height,
+            ),
+            (
+                "width",
+                "the image width for the scattering transform",
+                width,
+            ),
         ] {
             if side == 0 || side % p != 0 || side < 2 * p {
                 return Err(DataError::InvalidParameter {
@@ -499,7 +507,13 @@ impl Scattering2d {
         }
         let q = &self.plans[self.j];
         let out_len = q.rows * q.cols;
-        subsample(&buf[..len], p.rows, p.cols, 1 << (self.j - res), &mut t[..out_len]);
+        subsample(
+            &buf[..len],
+            p.rows,
+            p.cols,
+            1 << (self.j - res),
+            &mut t[..out_len],
+        );
         buf[..out_len].copy_from_slice(&t[..out_len]);
         fft2(q, &mut buf[..out_len], t, scratch, true);
         let (oh, ow) = self.output_size();

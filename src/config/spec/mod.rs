@@ -39,8 +39,8 @@ use super::kinds::{
 };
 use super::kinds::{
     Activation, AdaclipInitialStd, AdaclipVarianceScale, Architecture, ClipPolicyKind, DataPart,
-    DatasetName, LayerKind, LayerSplitKind, LrScheduleKind, NoiseScheduleKind, NormSource,
-    OptimizerKind, SamplerKind, Standardize,
+    DatasetName, Features, LayerKind, LayerSplitKind, LrScheduleKind, NoiseScheduleKind,
+    NormSource, OptimizerKind, SamplerKind, Standardize,
 };
 use super::raw::{RawAccelerated, RawNumberOrWord};
 use super::raw::{
