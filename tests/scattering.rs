@@ -5,6 +5,7 @@
 use dpx::data::Dataset;
 use dpx::data::scattering::{Scattering2d, num_channels};
 use ndarray::Array2;
+use std::path::Path;
 
 /// Largest |dpx − Kymatio| allowed, relative to the largest |Kymatio output| of a case.
 const TOLERANCE: f64 = 1e-5;
@@ -211,4 +212,56 @@ fn bad_shapes_are_clear_errors() {
         num_classes: 2,
     };
     assert!(s.transform_dataset(&data).is_err());
+}
+
+/// Timing on real CIFAR-10 (not run by default): `DPX_DATA_DIR=<dir with cifar10/>
+/// cargo test --release --test scattering -- --ignored --nocapture time_cifar10`, with
+/// `DPX_SCATTERING_TIME_N` images (default 2000; 60000 for all), on one thread.
+#[test]
+#[ignore = "needs CIFAR-10 and a release build"]
+fn time_cifar10() {
+    use dpx::data::{DataSource, NamedDataset};
+    let Some(dir) = std::env::var_os("DPX_DATA_DIR") else {
+        eprintln!("DPX_DATA_DIR is not set: nothing timed");
+        return;
+    };
+    let n: usize = std::env::var("DPX_SCATTERING_TIME_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2000);
+    let source = DataSource::Named {
+        dataset: NamedDataset::Cifar10,
+        path: None,
+    };
+    let mut data = dpx::data::load(&source, Path::new(&dir)).expect("CIFAR-10");
+    let mut all = data.train.clone();
+    all.features = ndarray::concatenate(
+        ndarray::Axis(0),
+        &[data.train.features.view(), data.test.features.view()],
+    )
+    .expect("same width");
+    all.labels.extend_from_slice(&data.test.labels);
+    data.train = all;
+    dpx::data::preprocess::scale_to_unit(&mut data.train);
+    let n = n.min(data.train.len());
+    let subset = Dataset {
+        features: data.train.features.slice(ndarray::s![..n, ..]).to_owned(),
+        labels: data.train.labels[..n].to_vec(),
+        sample_shape: data.train.sample_shape.clone(),
+        num_classes: data.train.num_classes,
+    };
+    let s = Scattering2d::new(32, 32, 2, 8).expect("valid");
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .expect("pool");
+    let start = std::time::Instant::now();
+    let out = pool.install(|| s.transform_dataset(&subset).expect("transform"));
+    let secs = start.elapsed().as_secs_f64();
+    eprintln!(
+        "{n} CIFAR-10 images -> {:?} on 1 thread: {secs:.2} s, {:.1} images/s, 60000 images ≈ {:.1} min",
+        out.sample_shape,
+        n as f64 / secs,
+        60000.0 * secs / n as f64 / 60.0
+    );
 }

@@ -236,3 +236,25 @@ fn image_sides_not_multiple_of_2_to_j_are_a_one_line_error() {
     );
     assert_eq!(msg.lines().count(), 1, "{msg}");
 }
+
+#[test]
+fn fixed_cnns_and_augmentation_are_refused() {
+    let text = config_text("cifar10", "features = \"scattering\"").replace(
+        "architecture = \"logistic\"",
+        "architecture = \"cifar_cnn\"",
+    );
+    let e = error_of(&text);
+    assert!(
+        e.contains("data.features") && e.contains("model.architecture"),
+        "{e}"
+    );
+    let text = config_text("cifar10", "features = \"scattering\"").replace(
+        "[clip]",
+        "[train.augmentation]\nmultiplicity = 2\ncrop_padding = 4\n[clip]",
+    );
+    let e = error_of(&text);
+    assert!(
+        e.contains("data.features") && e.contains("train.augmentation"),
+        "{e}"
+    );
+}

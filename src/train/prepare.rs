@@ -457,7 +457,7 @@ fn scattering_features(
 ) -> Result<Dataset, TrainError> {
     let [_, h, w] = set.sample_shape[..] else {
         return Err(keyed(spec, "data.features")(DataError::InvalidParameter {
-            name: "data.features".into(),
+            name: "data.features",
             expected: "images [C, H, W]".into(),
             found: format!("examples of shape {:?}", set.sample_shape),
         }));

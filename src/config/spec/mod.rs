@@ -259,6 +259,25 @@ pub fn validate(raw: &RawConfig, source: &Path) -> Result<ExperimentSpec, Config
             "PCA turns images into plain vectors; a CNN needs images",
         ));
     }
+    if matches!(data.features, FeatureMap::Scattering { .. }) {
+        if matches!(
+            model.architecture,
+            ModelArchitecture::MnistCnn | ModelArchitecture::CifarCnn
+        ) {
+            return Err(v.conflict(
+                "data.features",
+                "model.architecture",
+                "the fixed model.architecture = mnist_cnn/cifar_cnn expect pixels; on scattering features use architecture = \"cnn\" with [[model.layers]], \"mlp\" or \"logistic\"",
+            ));
+        }
+        if raw.train.augmentation.is_some() {
+            return Err(v.conflict(
+                "data.features",
+                "train.augmentation",
+                "[train.augmentation] draws random crops and flips of pixels, not of scattering features",
+            ));
+        }
+    }
     let train = match (&accelerated, raw.train.learning_rate) {
         // The accelerated methods take α = c/L; `train.learning_rate` is not used (1 if absent).
         (Some(_), None) => v.train(&RawTrain {
