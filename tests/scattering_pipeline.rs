@@ -258,3 +258,25 @@ fn fixed_cnns_and_augmentation_are_refused() {
         "{e}"
     );
 }
+
+#[test]
+fn models_build_on_scattering_features() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mnist = dir.path().join("mnist");
+    std::fs::create_dir(&mnist).expect("mkdir");
+    tiny_mnist(&mnist, 12);
+    let base = config_text(
+        "mnist",
+        &format!("path = {mnist:?}\nfeatures = \"scattering\""),
+    );
+    let cnn = base.replace(
+        "architecture = \"logistic\"",
+        "architecture = \"cnn\"\n[[model.layers]]\nkind = \"group_norm\"\ngroups = 27\n[[model.layers]]\nkind = \"conv2d\"\nout_channels = 8\nkernel_size = 3\npadding = 1\n[[model.layers]]\nkind = \"relu\"",
+    );
+    for text in [base, cnn] {
+        let spec = config::load_str(&text, &dir.path().join("x.toml")).expect("valid");
+        let e = dpx::train::prepare::Experiment::build(spec, dir.path()).expect("builds");
+        assert_eq!(e.data.train.sample_shape, vec![81, 7, 7]);
+        assert!(e.model.check_input(81 * 49).is_ok());
+    }
+}
