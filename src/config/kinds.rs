@@ -114,6 +114,17 @@ pub enum Standardize {
     Fixed,
 }
 
+/// `data.features`: what the model sees of an image.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Features {
+    /// The (scaled, standardised) pixels.
+    #[default]
+    Pixels,
+    /// The 2-D scattering transform of the scaled pixels (`data::scattering`).
+    Scattering,
+}
+
 /// `model.architecture`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -20,8 +20,8 @@ use super::kinds::{
 };
 use super::kinds::{
     Activation, AdaclipInitialStd, AdaclipVarianceScale, Architecture, ClipPolicyKind, DataPart,
-    DatasetName, LayerKind, LayerSplitKind, LrScheduleKind, NoiseScheduleKind, NormSource,
-    OptimizerKind, SamplerKind, Standardize,
+    DatasetName, Features, LayerKind, LayerSplitKind, LrScheduleKind, NoiseScheduleKind,
+    NormSource, OptimizerKind, SamplerKind, Standardize,
 };
 use crate::privacy::accountant::AccountantKind;
 use crate::privacy::event::NeighbouringRelation;
@@ -182,6 +182,12 @@ pub struct RawData {
     pub validation_fraction: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pca_components: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub features: Option<Features>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scattering_j: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scattering_angles: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub synthetic: Option<RawSynthetic>,
 }
@@ -630,6 +636,9 @@ impl RawConfig {
                 subsample: Some(1000),
                 validation_fraction: Some(0.1),
                 pca_components: Some(60),
+                features: Some(Features::Scattering),
+                scattering_j: Some(2),
+                scattering_angles: Some(8),
                 synthetic: Some(RawSynthetic {
                     n_train: Some(1000),
                     n_test: Some(100),

@@ -5,8 +5,8 @@
 //! TOML gives back an equal spec (a test checks this for every shipped config). Must not decide
 //! any value: it only spells out what the spec holds.
 
-use super::kinds::LayerKind;
 use super::kinds::{AcceleratedMethodKind, L1SensitivityKind};
+use super::kinds::{Features, LayerKind};
 use super::raw::{
     AutoWord, RawAdaclip, RawAdagradNorm, RawAdam, RawAugmentation, RawAutomatic, RawClip,
     RawConfig, RawData, RawDcsgd, RawDecay, RawExperiment, RawLayer, RawLrSchedule, RawModel,
@@ -16,8 +16,9 @@ use super::raw::{
 use super::raw::{RawAccelerated, RawNumberOrWord};
 use super::spec::{AcceleratedSpec, MomentumSpec, SensitivitySpec, SmoothnessSpec};
 use super::spec::{
-    Budget, ClipSpec, DataSource, Every, ExperimentSpec, LayerSpec, LrSchedule, ModelArchitecture,
-    NoiseSchedule, OptimizerSpec, Sampler, SyntheticSpec, TestSet, Threads, TrainLength,
+    Budget, ClipSpec, DEFAULT_SCATTERING_ANGLES, DEFAULT_SCATTERING_J, DataSource, Every,
+    ExperimentSpec, FeatureMap, LayerSpec, LrSchedule, ModelArchitecture, NoiseSchedule,
+    OptimizerSpec, Sampler, SyntheticSpec, TestSet, Threads, TrainLength,
 };
 
 /// An unsigned count as the raw (i64) TOML integer. Every count in a spec was validated from an
@@ -286,6 +287,12 @@ impl ExperimentSpec {
             pca_components: d.pca_components.map(int),
             ..RawData::default()
         };
+        // Written only when not the default, so resolved configs without them stay unchanged.
+        if let FeatureMap::Scattering { j, angles } = d.features {
+            raw.features = Some(Features::Scattering);
+            raw.scattering_j = (j != DEFAULT_SCATTERING_J).then(|| int(j));
+            raw.scattering_angles = (angles != DEFAULT_SCATTERING_ANGLES).then(|| int(angles));
+        }
         let set_test = |raw: &mut RawData, test: &TestSet| match test {
             TestSet::File(p) => raw.test_path = Some(path_string(p)),
             TestSet::Fraction(f) => raw.test_fraction = Some(*f),

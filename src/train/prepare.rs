@@ -1,8 +1,8 @@
 //! From a validated spec to runtime objects: data, model and plan.
 //!
 //! Data preparation follows the order documented in `docs/config.md`: keep classes and relabel →
-//! subsample → validation split → scale → standardise → PCA → max row norm, each fitted on the
-//! training split only. The subsample and the validation split are drawn from a fixed data
+//! subsample → validation split → scale → features (scattering) → standardise → PCA → max row
+//! norm, each fitted on the training split only. The subsample and the validation split are drawn from a fixed data
 //! stream, so every seed of an experiment trains on the same examples and seeds differ only in
 //! initialisation, sampling and noise.
 
@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 
 use crate::config::kinds::{Activation as SpecActivation, DataPart, DatasetName, Standardize};
 use crate::config::spec::{
-    DataSource as SpecSource, ExperimentSpec, LayerSpec as SpecLayer, ModelArchitecture,
-    SyntheticSpec as SpecSynthetic, TestSet,
+    DataSource as SpecSource, ExperimentSpec, FeatureMap, LayerSpec as SpecLayer,
+    ModelArchitecture, SyntheticSpec as SpecSynthetic, TestSet,
 };
 use crate::data::csv::{CsvOptions, LabelColumn};
 use crate::data::preprocess::{self, StandardizeMode};
@@ -373,6 +373,18 @@ pub fn prepare_data(spec: &ExperimentSpec, data_dir: &Path) -> Result<PreparedDa
             preprocess::scale_to_unit(s);
         }
     }
+    if let FeatureMap::Scattering { j, angles } = d.features {
+        // A fixed map of each example on its own, fitted on nothing: no privacy cost.
+        let dataset = d.source.dataset().name();
+        let mut splits: Vec<(&str, &mut Dataset)> =
+            vec![("train", &mut data.train), ("test", &mut data.test)];
+        if let Some(v) = validation.as_mut() {
+            splits.push(("validation", v));
+        }
+        for (split, set) in splits {
+            *set = scattering_features(spec, data_dir, dataset, split, j, angles, set)?;
+        }
+    }
     let mode = match d.standardize {
         Standardize::None | Standardize::Fixed => None,
         Standardize::PerFeature => Some(StandardizeMode::PerFeature),
@@ -430,6 +442,30 @@ pub fn prepare_data(spec: &ExperimentSpec, data_dir: &Path) -> Result<PreparedDa
         test: data.test,
         notes,
     })
+}
+
+/// The scattering features of one split (`data.features = "scattering"`), cached under
+/// `data_dir` (`data::scattering_cache`).
+fn scattering_features(
+    spec: &ExperimentSpec,
+    data_dir: &Path,
+    dataset: &str,
+    split: &str,
+    j: usize,
+    angles: usize,
+    set: &Dataset,
+) -> Result<Dataset, TrainError> {
+    let [_, h, w] = set.sample_shape[..] else {
+        return Err(keyed(spec, "data.features")(DataError::InvalidParameter {
+            name: "data.features",
+            expected: "images [C, H, W]".into(),
+            found: format!("examples of shape {:?}", set.sample_shape),
+        }));
+    };
+    let s = crate::data::scattering::Scattering2d::new(h, w, j, angles)
+        .map_err(keyed(spec, "data.features"))?;
+    crate::data::scattering_cache::transform_cached(&s, data_dir, dataset, split, set)
+        .map_err(keyed(spec, "data.features"))
 }
 
 fn activation(a: SpecActivation) -> Activation {

@@ -6,7 +6,8 @@ use super::*;
 /// `[data]`: where the examples come from and how they are preprocessed.
 ///
 /// Preprocessing order (each step fitted on the training split only): keep `classes` and
-/// relabel → public/private split → `subsample` → validation split → `scale` → `standardize` → PCA → `max_norm`.
+/// relabel → public/private split → `subsample` → validation split → `scale` → `features`
+/// (scattering) → `standardize` → PCA → `max_norm`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DataSpec {
     pub source: DataSource,
@@ -33,7 +34,24 @@ pub struct DataSpec {
     pub validation_fraction: f64,
     /// `data.pca_components`: PCA fitted on the training data (not private; outputs say so).
     pub pca_components: Option<usize>,
+    /// `data.features` (with `data.scattering_j`, `data.scattering_angles`).
+    pub features: FeatureMap,
 }
+
+/// `data.features`: a fixed, data-independent map applied to each image after scaling.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FeatureMap {
+    /// The pixels themselves.
+    #[default]
+    Pixels,
+    /// The 2-D scattering transform (`data::scattering`): `j` scales, `angles` orientations.
+    Scattering { j: usize, angles: usize },
+}
+
+/// Default `data.scattering_j` (Oyallon & Mallat 2015; Tramèr & Boneh 2021).
+pub const DEFAULT_SCATTERING_J: usize = 2;
+/// Default `data.scattering_angles` (L).
+pub const DEFAULT_SCATTERING_ANGLES: usize = 8;
 
 /// A public/private split of the training set: a fixed random `fraction` of it (drawn with the
 /// data stream, the same for every config with the same data) is the public part, the rest the
@@ -347,7 +365,47 @@ impl Checker<'_> {
             .pca_components
             .map(|k| self.size("data.pca_components", k, 1, MAX_WIDTH))
             .transpose()?;
+        let features = match d.features.unwrap_or_default() {
+            Features::Pixels => {
+                let why = || "only used with data.features = \"scattering\"".to_string();
+                self.absent("data.scattering_j", &d.scattering_j, why)?;
+                self.absent("data.scattering_angles", &d.scattering_angles, why)?;
+                FeatureMap::Pixels
+            }
+            Features::Scattering => {
+                if !dataset.is_image() {
+                    return Err(self.not_applicable(
+                        "data.features",
+                        format!(
+                            "\"scattering\" needs an image dataset (mnist, fashion-mnist, cifar10); data.dataset is \"{name}\""
+                        ),
+                    ));
+                }
+                if pca_components.is_some() {
+                    return Err(self.conflict(
+                        "data.pca_components",
+                        "data.features",
+                        "PCA of scattering features is not supported; use one or the other",
+                    ));
+                }
+                let j = self.size(
+                    "data.scattering_j",
+                    d.scattering_j.unwrap_or(DEFAULT_SCATTERING_J as i64),
+                    1,
+                    crate::data::scattering::MAX_J,
+                )?;
+                let angles = self.size(
+                    "data.scattering_angles",
+                    d.scattering_angles
+                        .unwrap_or(DEFAULT_SCATTERING_ANGLES as i64),
+                    1,
+                    crate::data::scattering::MAX_ANGLES,
+                )?;
+                FeatureMap::Scattering { j, angles }
+            }
+        };
         Ok(DataSpec {
+            features,
             source,
             scale: d.scale.unwrap_or(dataset.is_image()),
             standardize,

@@ -39,8 +39,8 @@ use super::kinds::{
 };
 use super::kinds::{
     Activation, AdaclipInitialStd, AdaclipVarianceScale, Architecture, ClipPolicyKind, DataPart,
-    DatasetName, LayerKind, LayerSplitKind, LrScheduleKind, NoiseScheduleKind, NormSource,
-    OptimizerKind, SamplerKind, Standardize,
+    DatasetName, Features, LayerKind, LayerSplitKind, LrScheduleKind, NoiseScheduleKind,
+    NormSource, OptimizerKind, SamplerKind, Standardize,
 };
 use super::raw::{RawAccelerated, RawNumberOrWord};
 use super::raw::{
@@ -258,6 +258,25 @@ pub fn validate(raw: &RawConfig, source: &Path) -> Result<ExperimentSpec, Config
             "model.architecture",
             "PCA turns images into plain vectors; a CNN needs images",
         ));
+    }
+    if matches!(data.features, FeatureMap::Scattering { .. }) {
+        if matches!(
+            model.architecture,
+            ModelArchitecture::MnistCnn | ModelArchitecture::CifarCnn
+        ) {
+            return Err(v.conflict(
+                "data.features",
+                "model.architecture",
+                "the fixed model.architecture = mnist_cnn/cifar_cnn expect pixels; on scattering features use architecture = \"cnn\" with [[model.layers]], \"mlp\" or \"logistic\"",
+            ));
+        }
+        if raw.train.augmentation.is_some() {
+            return Err(v.conflict(
+                "data.features",
+                "train.augmentation",
+                "[train.augmentation] draws random crops and flips of pixels, not of scattering features",
+            ));
+        }
     }
     let train = match (&accelerated, raw.train.learning_rate) {
         // The accelerated methods take α = c/L; `train.learning_rate` is not used (1 if absent).

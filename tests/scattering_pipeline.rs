@@ -1,0 +1,282 @@
+//! `data.features = "scattering"`: its config keys (checks, resolved output), the data
+//! preparation (shapes after the transform) and the on-disk feature cache (reuse, damage).
+
+use std::path::Path;
+
+use dpx::config;
+use dpx::train::prepare::prepare_data;
+
+/// An IDX file of unsigned bytes with these dimensions.
+fn idx_file(dims: &[u32], data: &[u8]) -> Vec<u8> {
+    let mut out = vec![0, 0, 0x08, dims.len() as u8];
+    for d in dims {
+        out.extend_from_slice(&d.to_be_bytes());
+    }
+    out.extend_from_slice(data);
+    out
+}
+
+/// A small MNIST-shaped dataset in `dir` (n train and n test images of 28x28).
+fn tiny_mnist(dir: &Path, n: u32) {
+    let images: Vec<u8> = (0..n as usize * 784)
+        .map(|i| ((i * 7919) % 251) as u8)
+        .collect();
+    let labels: Vec<u8> = (0..n).map(|i| (i % 10) as u8).collect();
+    for prefix in ["train", "t10k"] {
+        std::fs::write(
+            dir.join(format!("{prefix}-images-idx3-ubyte")),
+            idx_file(&[n, 28, 28], &images),
+        )
+        .expect("write");
+        std::fs::write(
+            dir.join(format!("{prefix}-labels-idx1-ubyte")),
+            idx_file(&[n], &labels),
+        )
+        .expect("write");
+    }
+}
+
+fn config_text(dataset: &str, data_extra: &str) -> String {
+    format!(
+        r#"[experiment]
+name = "scatter"
+[data]
+dataset = "{dataset}"
+{data_extra}
+[model]
+architecture = "logistic"
+[train]
+steps = 2
+expected_batch_size = 10
+learning_rate = 0.1
+[clip]
+clip_norm = 1.0
+[noise]
+noise_multiplier = 1.0
+[privacy]
+delta = 1e-5
+"#
+    )
+}
+
+fn error_of(text: &str) -> String {
+    config::load_str(text, Path::new("x.toml"))
+        .expect_err("refused")
+        .to_string()
+}
+
+#[test]
+fn config_checks_name_the_key() {
+    let e = error_of(&config_text(
+        "gaussian_mixture",
+        "features = \"scattering\"",
+    ));
+    assert!(
+        e.contains("data.features") && e.contains("image"),
+        "non-image data: {e}"
+    );
+    let e = error_of(&config_text("mnist", "scattering_j = 2"));
+    assert!(e.contains("data.scattering_j"), "pixels: {e}");
+    let e = error_of(&config_text("mnist", "scattering_angles = 8"));
+    assert!(e.contains("data.scattering_angles"), "pixels: {e}");
+    let e = error_of(&config_text(
+        "mnist",
+        "features = \"scattering\"\nscattering_j = 9",
+    ));
+    assert!(e.contains("data.scattering_j"), "range: {e}");
+    let e = error_of(&config_text(
+        "mnist",
+        "features = \"scattering\"\nscattering_angles = 0",
+    ));
+    assert!(e.contains("data.scattering_angles"), "range: {e}");
+    let e = error_of(&config_text(
+        "mnist",
+        "features = \"scattering\"\npca_components = 10\nallow_nonprivate_statistics = true",
+    ));
+    assert!(e.contains("data.pca_components"), "with PCA: {e}");
+    let e = error_of(&config_text("mnist", "features = \"wavelets\""));
+    assert!(e.contains("features"), "unknown value: {e}");
+}
+
+#[test]
+fn resolved_config_writes_only_non_defaults() {
+    let resolved = |extra: &str| {
+        config::load_str(&config_text("mnist", extra), Path::new("x.toml"))
+            .expect("valid")
+            .to_resolved_toml()
+    };
+    let pixels = resolved("");
+    assert!(!pixels.contains("features") && !pixels.contains("scattering"));
+    let default = resolved("features = \"scattering\"");
+    assert!(default.contains("features = \"scattering\""), "{default}");
+    assert!(!default.contains("scattering_j") && !default.contains("scattering_angles"));
+    let custom = resolved("features = \"scattering\"\nscattering_j = 1\nscattering_angles = 4");
+    assert!(
+        custom.contains("scattering_j = 1") && custom.contains("scattering_angles = 4"),
+        "{custom}"
+    );
+    // The resolved text reads back to the same spec.
+    let again = config::load_str(&custom, Path::new("x.toml"))
+        .expect("valid")
+        .to_resolved_toml();
+    assert_eq!(again, custom);
+}
+
+#[test]
+fn prepared_data_and_cache() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mnist = dir.path().join("mnist");
+    std::fs::create_dir(&mnist).expect("mkdir");
+    tiny_mnist(&mnist, 20);
+    let data_dir = dir.path().join("data");
+    let file = dir.path().join("x.toml");
+    let spec = |extra: &str| {
+        config::load_str(
+            &config_text(
+                "mnist",
+                &format!("path = {:?}\nfeatures = \"scattering\"\n{extra}", mnist),
+            ),
+            &file,
+        )
+        .expect("valid")
+    };
+    let s = spec("validation_fraction = 0.25");
+    let first = prepare_data(&s, &data_dir).expect("prepared");
+    assert_eq!(first.train.sample_shape, vec![81, 7, 7]);
+    assert_eq!(first.train.num_features(), 81 * 49);
+    assert_eq!(first.train.len(), 15);
+    let val = first.validation.as_ref().expect("validation split");
+    assert_eq!(val.sample_shape, vec![81, 7, 7]);
+    assert_eq!(first.test.sample_shape, vec![81, 7, 7]);
+    // Scaled pixels in [0, 1]: the order-0 channel (a weighted average) is in [0, 1] too.
+    let row = first.train.features.row(0);
+    assert!(
+        row.iter()
+            .take(49)
+            .all(|v| (-1e-3..=1.0 + 1e-3).contains(v))
+    );
+
+    let cache = data_dir.join("cache").join("scattering");
+    let mut files: Vec<_> = std::fs::read_dir(&cache)
+        .expect("cache dir")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 3, "train, validation and test: {files:?}");
+
+    // Reuse: the same features, and the files untouched.
+    let stamps: Vec<_> = files
+        .iter()
+        .map(|f| {
+            std::fs::metadata(f)
+                .expect("meta")
+                .modified()
+                .expect("mtime")
+        })
+        .collect();
+    let second = prepare_data(&s, &data_dir).expect("prepared");
+    assert_eq!(second.train, first.train);
+    assert_eq!(second.test, first.test);
+    for (f, t) in files.iter().zip(&stamps) {
+        assert_eq!(
+            &std::fs::metadata(f)
+                .expect("meta")
+                .modified()
+                .expect("mtime"),
+            t
+        );
+    }
+
+    // Damage: a flipped payload byte in each file, and one truncated file. Never trusted:
+    // recomputed, same features, the file rewritten whole.
+    for f in &files {
+        let mut bytes = std::fs::read(f).expect("read");
+        let last = bytes.len() - 1;
+        bytes[last] ^= 0x40;
+        std::fs::write(f, &bytes).expect("write");
+    }
+    let third = prepare_data(&s, &data_dir).expect("prepared");
+    assert_eq!(third.train, first.train);
+    assert_eq!(third.test, first.test);
+    assert_eq!(third.validation, first.validation);
+    let len = std::fs::metadata(&files[0]).expect("meta").len();
+    std::fs::write(&files[0], b"DPXSCAT1 short").expect("write");
+    let fourth = prepare_data(&s, &data_dir).expect("prepared");
+    assert_eq!(fourth.train, first.train);
+    assert_eq!(fourth.test, first.test);
+    assert_eq!(std::fs::metadata(&files[0]).expect("meta").len(), len);
+
+    // Other parameters or other examples: other cache files.
+    let other = prepare_data(&spec("scattering_j = 1\nscattering_angles = 4"), &data_dir)
+        .expect("prepared");
+    assert_eq!(other.train.sample_shape, vec![5, 14, 14]);
+    let count = std::fs::read_dir(&cache).expect("cache dir").count();
+    assert_eq!(count, 5, "train and test of the other parameters");
+}
+
+#[test]
+fn image_sides_not_multiple_of_2_to_j_are_a_one_line_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mnist = dir.path().join("mnist");
+    std::fs::create_dir(&mnist).expect("mkdir");
+    tiny_mnist(&mnist, 4);
+    let s = config::load_str(
+        &config_text(
+            "mnist",
+            &format!("path = {mnist:?}\nfeatures = \"scattering\"\nscattering_j = 3"),
+        ),
+        &dir.path().join("x.toml"),
+    )
+    .expect("valid");
+    let e = prepare_data(&s, dir.path()).expect_err("28 is not a multiple of 8");
+    let msg = e.to_string();
+    assert!(
+        msg.contains("data.features") && msg.contains("multiple of 2^J = 8"),
+        "{msg}"
+    );
+    assert_eq!(msg.lines().count(), 1, "{msg}");
+}
+
+#[test]
+fn fixed_cnns_and_augmentation_are_refused() {
+    let text = config_text("cifar10", "features = \"scattering\"").replace(
+        "architecture = \"logistic\"",
+        "architecture = \"cifar_cnn\"",
+    );
+    let e = error_of(&text);
+    assert!(
+        e.contains("data.features") && e.contains("model.architecture"),
+        "{e}"
+    );
+    let text = config_text("cifar10", "features = \"scattering\"").replace(
+        "[clip]",
+        "[train.augmentation]\nmultiplicity = 2\ncrop_padding = 4\n[clip]",
+    );
+    let e = error_of(&text);
+    assert!(
+        e.contains("data.features") && e.contains("train.augmentation"),
+        "{e}"
+    );
+}
+
+#[test]
+fn models_build_on_scattering_features() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mnist = dir.path().join("mnist");
+    std::fs::create_dir(&mnist).expect("mkdir");
+    tiny_mnist(&mnist, 12);
+    let base = config_text(
+        "mnist",
+        &format!("path = {mnist:?}\nfeatures = \"scattering\""),
+    );
+    let cnn = base.replace(
+        "architecture = \"logistic\"",
+        "architecture = \"cnn\"\n[[model.layers]]\nkind = \"group_norm\"\ngroups = 27\n[[model.layers]]\nkind = \"conv2d\"\nout_channels = 8\nkernel_size = 3\npadding = 1\n[[model.layers]]\nkind = \"relu\"",
+    );
+    for text in [base, cnn] {
+        let spec = config::load_str(&text, &dir.path().join("x.toml")).expect("valid");
+        let e = dpx::train::prepare::Experiment::build(spec, dir.path()).expect("builds");
+        assert_eq!(e.data.train.sample_shape, vec![81, 7, 7]);
+        assert!(e.model.check_input(81 * 49).is_ok());
+    }
+}
