@@ -138,21 +138,22 @@ impl<'a> BatchGradients<'a> {
         self
     }
 
-    /// Weights per example and group `[B, groups]` spread over the rows: w_i / K on each of
-    /// example i's K views (the mean of the views is linear).
-    fn per_row(&self, weights: &Array2<f64>) -> Array2<f64> {
+    /// Weights per example and group `[B, groups]` (`None`: all ones) spread over the rows:
+    /// w_i / K on each of example i's K views (the mean of the views is linear).
+    fn per_row(&self, weights: Option<&Array2<f64>>, groups: usize) -> Array2<f64> {
         let k = self.views as f64;
-        Array2::from_shape_fn((self.batch * self.views, weights.ncols()), |(r, g)| {
-            weights[[r / self.views, g]] / k
+        Array2::from_shape_fn((self.batch * self.views, groups), |(r, g)| {
+            weights.map_or(1.0, |w| w[[r / self.views, g]]) / k
         })
     }
 
     /// Example i's gradient (the mean of its views) into `row`; `view` is scratch of length P.
     fn mean_row(&self, i: usize, row: &mut [f32], view: &mut [f32]) {
         row.fill(0.0);
+        // Every view writes the same (trainable) ranges; frozen ones stay zero.
+        view.fill(0.0);
         for v in 0..self.views {
             let mut view_row = ndarray::ArrayViewMut1::from(&mut *view);
-            view_row.fill(0.0);
             for trainable in &self.trainables {
                 trainable
                     .gradients
@@ -229,23 +230,14 @@ impl<'a> BatchGradients<'a> {
 
     /// Σ_i Σ_k weights[i, k] g_i restricted to group k; `None` means all weights 1.
     fn combine(&self, weights: Option<&Array2<f64>>) -> Array1<f64> {
-        if self.views > 1 {
-            let ones;
-            let w = match weights {
-                Some(w) => w,
-                None => {
-                    ones = Array2::ones((self.batch, self.groups.len()));
-                    &ones
-                }
-            };
-            let spread = self.per_row(w);
-            let mut out = Array1::<f64>::zeros(self.num_params);
-            for trainable in &self.trainables {
-                let w = spread.slice(s![.., trainable.groups.clone()]);
-                trainable.gradients.weighted_sum(Some(w), None, &mut out);
-            }
-            return out;
-        }
+        // With views, example i's weight goes to each of its rows over K (no cache is kept then).
+        let spread;
+        let weights = if self.views > 1 {
+            spread = self.per_row(weights, self.groups.len());
+            Some(&spread)
+        } else {
+            weights
+        };
         let mut out = Array1::<f64>::zeros(self.num_params);
         let caches = self.squared.get().map(|(_, c)| c);
         for (t, trainable) in self.trainables.iter().enumerate() {

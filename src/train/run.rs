@@ -494,11 +494,12 @@ impl<'a> DpSgdSeed<'a> {
         batch_size: Option<usize>,
     ) -> Result<MetricsRow, TrainError> {
         let (exp, plan, window) = (self.exp, &self.exp.plan, &self.window);
-        let on = |ds: &Dataset| {
+        let score = |params: &Array1<f32>, ds: &Dataset| {
             exp.model
-                .evaluate(self.params.view(), ds.features.view(), &ds.labels)
+                .evaluate(params.view(), ds.features.view(), &ds.labels)
                 .map_err(|e| self.step_err(step, e.to_string()))
         };
+        let on = |ds: &Dataset| score(&self.params, ds);
         let t_last = step.saturating_sub(1);
         let (test_loss, test_accuracy) = on(&exp.data.test)?;
         let (validation_loss, validation_accuracy) = match &exp.data.validation {
@@ -522,14 +523,9 @@ impl<'a> DpSgdSeed<'a> {
         let (ema_test, ema_validation_accuracy) = match &self.ema {
             None => (None, None),
             Some(ema) => {
-                let on = |ds: &Dataset| {
-                    exp.model
-                        .evaluate(ema.view(), ds.features.view(), &ds.labels)
-                        .map_err(|e| self.step_err(step, e.to_string()))
-                };
-                let test = on(&exp.data.test)?;
+                let test = score(ema, &exp.data.test)?;
                 let validation = match &exp.data.validation {
-                    Some(v) => Some(on(v)?.1),
+                    Some(v) => Some(score(ema, v)?.1),
                     None => None,
                 };
                 (Some(test), validation)
