@@ -270,7 +270,7 @@ pub fn audit_seed(
     } else {
         NoiseSource::Seeded(stream_rng(seed, STREAM_NOISE))
     };
-    let mut ledger = EventLedger::new();
+    let mut ledger = plan.initial_ledger();
     let groups = model.groups().to_vec();
     let mut indices = Vec::new();
     let mut sampled_members = Vec::new();

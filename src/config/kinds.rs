@@ -112,6 +112,10 @@ pub enum Standardize {
     /// Fixed, public constants `data.standardize_mean` / `data.standardize_std` (one per
     /// channel of an image, or per feature): no statistic of the private data is used.
     Fixed,
+    /// Per channel (image sets and their features) or per feature, from a Gaussian release of
+    /// clipped per-example moments (Tramèr & Boneh 2021, Algorithm 2): two private events that
+    /// every seed's ledger starts with and calibration covers.
+    Private,
 }
 
 /// `data.features`: what the model sees of an image.

@@ -171,6 +171,12 @@ pub struct RawData {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub standardize_std: Option<Vec<f64>>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub standardize_noise_multiplier: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub standardize_mean_clip_norm: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub standardize_second_moment_clip_norm: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub allow_nonprivate_statistics: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub public_fraction: Option<f64>,
@@ -630,6 +636,9 @@ impl RawConfig {
                 classes: Some(vec![3, 5]),
                 standardize_mean: Some(vec![0.5]),
                 standardize_std: Some(vec![0.25]),
+                standardize_noise_multiplier: Some(8.0),
+                standardize_mean_clip_norm: Some(1.0),
+                standardize_second_moment_clip_norm: Some(1.0),
                 allow_nonprivate_statistics: Some(true),
                 public_fraction: Some(0.1),
                 train_on: Some(DataPart::Private),

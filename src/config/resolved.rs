@@ -274,6 +274,11 @@ impl ExperimentSpec {
             standardize: Some(d.standardize),
             standardize_mean: d.fixed_standardization.as_ref().map(|(m, _)| m.clone()),
             standardize_std: d.fixed_standardization.as_ref().map(|(_, s)| s.clone()),
+            standardize_noise_multiplier: d.private_standardization.map(|p| p.noise_multiplier),
+            standardize_mean_clip_norm: d.private_standardization.map(|p| p.mean_clip_norm),
+            standardize_second_moment_clip_norm: d
+                .private_standardization
+                .map(|p| p.second_moment_clip_norm),
             allow_nonprivate_statistics: d.allow_nonprivate_statistics.then_some(true),
             max_norm: d.max_norm,
             classes: d

@@ -7,7 +7,8 @@
 //! Files, one per concern: [`idx`] (MNIST, Fashion-MNIST), [`cifar`] (CIFAR-10 binary),
 //! [`libsvm`] (a9a), [`csv`] (CSV with a label column), [`synthetic`] (seeded generators),
 //! [`source`] (where datasets live; [`load`]), [`preprocess`] (scaling, standardising, class
-//! subsets, splits, PCA), [`scattering`] (the 2-D scattering transform of images, checked
+//! subsets, splits, PCA), [`moments`] (clipped per-example channel moments, the data half of
+//! private standardisation), [`scattering`] (the 2-D scattering transform of images, checked
 //! against Kymatio) and [`scattering_cache`] (its features cached on disk), [`augment`] (random crops and flips: augmented views of image
 //! batches), [`sampler`] (Poisson, shuffle, fixed-size batches), [`fetch`]
 //! (download and verify the standard datasets), [`error`] ([`DataError`]).
@@ -26,6 +27,7 @@ pub mod idx;
 pub mod io;
 pub mod labels;
 pub mod libsvm;
+pub mod moments;
 pub mod preprocess;
 pub mod sampler;
 pub mod scattering;

@@ -46,6 +46,21 @@ pub struct PrivacyPlan {
     pub epsilon_guaranteed: bool,
     /// Why the guarantee is weakened, one line each.
     pub warnings: Vec<String>,
+    /// Releases made before the first step, which every seed's ledger starts with: the two
+    /// Gaussian releases of `data.standardize = "private"` ([`statistics_events`]).
+    pub prefix: Vec<DpEvent>,
+}
+
+/// The releases of the data statistics (`data.standardize = "private"`): the noisy sums of
+/// clipped per-example means and of clipped per-example second moments, each a Gaussian
+/// mechanism of multiplier `data.standardize_noise_multiplier` on the whole training set (no
+/// sampling; add/remove-one sensitivity = its clip norm, as each example adds one clipped
+/// vector). Empty for every other standardisation.
+pub fn statistics_events(spec: &ExperimentSpec) -> Vec<DpEvent> {
+    match spec.data.private_standardization {
+        Some(p) => vec![DpEvent::gaussian(p.noise_multiplier); 2],
+        None => Vec::new(),
+    }
 }
 
 /// A planned run.
@@ -395,13 +410,18 @@ impl TrainingPlan {
                 .planned_releases(sigma)
                 .unwrap_or_else(|_| vec![DpEvent::gaussian(sigma)])
         };
+        let prefix = statistics_events(spec);
         let run_event = |kappa: f64, upto: u64| -> DpEvent {
-            if constant {
-                return sampled(sampler, n, q, releases(kappa)).self_composed(upto);
-            }
             let mut ledger = EventLedger::new();
-            for sigma in sigmas_for(kappa, upto) {
-                ledger.record(sampled(sampler, n, q, releases(sigma)));
+            for event in &prefix {
+                ledger.record(event.clone());
+            }
+            if constant {
+                ledger.record(sampled(sampler, n, q, releases(kappa)).self_composed(upto));
+            } else {
+                for sigma in sigmas_for(kappa, upto) {
+                    ledger.record(sampled(sampler, n, q, releases(sigma)));
+                }
             }
             ledger.to_event()
         };
@@ -544,6 +564,7 @@ impl TrainingPlan {
             calibrated,
             epsilon_guaranteed: warnings.is_empty(),
             warnings,
+            prefix,
         })
     }
 
@@ -632,9 +653,19 @@ impl TrainingPlan {
         }
     }
 
-    /// The ledger of the first `steps` steps of the plan.
-    pub fn planned_ledger(&self, steps: u64) -> EventLedger {
+    /// A seed's ledger before its first step: the releases made before training (the private
+    /// data statistics), empty otherwise.
+    pub fn initial_ledger(&self) -> EventLedger {
         let mut ledger = EventLedger::new();
+        for event in self.privacy.iter().flat_map(|p| &p.prefix) {
+            ledger.record(event.clone());
+        }
+        ledger
+    }
+
+    /// The ledger of the first `steps` steps of the plan (after [`Self::initial_ledger`]).
+    pub fn planned_ledger(&self, steps: u64) -> EventLedger {
+        let mut ledger = self.initial_ledger();
         for t in 0..steps.min(self.steps) {
             ledger.record(self.step_event(self.planned_releases(t)));
         }

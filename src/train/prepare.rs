@@ -11,14 +11,16 @@ use std::path::{Path, PathBuf};
 use crate::config::kinds::{Activation as SpecActivation, DataPart, DatasetName, Standardize};
 use crate::config::spec::{
     DataSource as SpecSource, ExperimentSpec, FeatureMap, LayerSpec as SpecLayer,
-    ModelArchitecture, SyntheticSpec as SpecSynthetic, TestSet,
+    ModelArchitecture, PrivateStandardization, SyntheticSpec as SpecSynthetic, TestSet,
 };
 use crate::data::csv::{CsvOptions, LabelColumn};
+use crate::data::moments;
 use crate::data::preprocess::{self, StandardizeMode};
 use crate::data::synthetic::{self, SyntheticSpec};
 use crate::data::{DataError, DataSource, Dataset, NamedDataset, TrainTest};
 use crate::model::Model;
 use crate::model::spec::{Activation, LayerSpec, LossKind, ModelSpec};
+use crate::privacy::mechanism::add_gaussian_noise;
 
 use super::TrainError;
 use super::plan::TrainingPlan;
@@ -385,8 +387,18 @@ pub fn prepare_data(spec: &ExperimentSpec, data_dir: &Path) -> Result<PreparedDa
             *set = scattering_features(spec, data_dir, dataset, split, j, angles, set)?;
         }
     }
+    if let Some(ps) = d.private_standardization {
+        let (standardizer, note) = private_standardizer(spec, &data.train, ps)?;
+        for s in [&mut data.train, &mut data.test] {
+            standardizer.apply(s)?;
+        }
+        if let Some(v) = validation.as_mut() {
+            standardizer.apply(v)?;
+        }
+        notes.push(note);
+    }
     let mode = match d.standardize {
-        Standardize::None | Standardize::Fixed => None,
+        Standardize::None | Standardize::Fixed | Standardize::Private => None,
         Standardize::PerFeature => Some(StandardizeMode::PerFeature),
         Standardize::PerChannel => Some(StandardizeMode::PerChannel),
     };
@@ -442,6 +454,57 @@ pub fn prepare_data(spec: &ExperimentSpec, data_dir: &Path) -> Result<PreparedDa
         test: data.test,
         notes,
     })
+}
+
+/// `data.standardize = "private"`: the clipped moment sums of `train` released through the
+/// Gaussian mechanism (noise from the statistics stream of the experiment's first seed, so every
+/// seed, a resumed seed and `dpx eval` see the same release), turned into a standardizer. The two
+/// releases are the events `plan::statistics_events` puts at the head of every seed's ledger.
+fn private_standardizer(
+    spec: &ExperimentSpec,
+    train: &Dataset,
+    ps: PrivateStandardization,
+) -> Result<(preprocess::Standardizer, String), TrainError> {
+    let mut sums =
+        moments::clipped_moment_sums(train, ps.mean_clip_norm, ps.second_moment_clip_norm)
+            .map_err(keyed(spec, "data.standardize"))?;
+    let first_seed = spec.seeds.first().copied().unwrap_or(0);
+    let mut rng = super::seed::stream_rng(first_seed, super::seed::STREAM_STATISTICS);
+    for (sum, clip_norm) in [
+        (&mut sums.mean, ps.mean_clip_norm),
+        (&mut sums.second_moment, ps.second_moment_clip_norm),
+    ] {
+        add_gaussian_noise(
+            ndarray::ArrayViewMut1::from(&mut sum[..]),
+            ps.noise_multiplier,
+            clip_norm,
+            &mut rng,
+        )
+        .map_err(|e| {
+            keyed(spec, "data.standardize_noise_multiplier")(DataError::InvalidParameter {
+                name: "data.standardize_noise_multiplier",
+                expected: "a valid Gaussian mechanism".into(),
+                found: e.to_string(),
+            })
+        })?;
+    }
+    let groups = sums.mean.len();
+    let (standardizer, dropped) = moments::standardizer_from_sums(&sums, train.len());
+    let dropped = if dropped > 0 {
+        format!("; {dropped} with a released variance <= 0 set to 0")
+    } else {
+        String::new()
+    };
+    let note = format!(
+        "private standardisation: the means and second moments of {groups} {} released with noise multiplier {} (2 Gaussian events at the head of every seed's ledger){dropped}",
+        if sums.per_channel {
+            "channels"
+        } else {
+            "features"
+        },
+        ps.noise_multiplier
+    );
+    Ok((standardizer, note))
 }
 
 /// The scattering features of one split (`data.features = "scattering"`), cached under

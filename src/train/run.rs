@@ -242,7 +242,7 @@ impl<'a> DpSgdSeed<'a> {
             ema,
             snapshots: Vec::new(),
             clip_state: plan.clip.init_state(model.num_params()),
-            ledger: EventLedger::new(),
+            ledger: exp.plan.initial_ledger(),
             window: ClipWindow::default(),
             indices: Vec::new(),
             groups: model.groups().to_vec(),

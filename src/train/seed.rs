@@ -23,6 +23,9 @@ pub const STREAM_SAMPLING: u64 = 2;
 pub const STREAM_NOISE: u64 = 3;
 /// The augmented views' crops and flips (`[train.augmentation]`).
 pub const STREAM_AUGMENT: u64 = 4;
+/// The noise of the private data statistics (`data.standardize = "private"`), drawn once per
+/// experiment from its first seed's stream.
+pub const STREAM_STATISTICS: u64 = 5;
 
 /// A ChaCha12 generator for stream `stream` of run seed `seed`.
 pub fn stream_rng(seed: u64, stream: u64) -> ChaCha12Rng {

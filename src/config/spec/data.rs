@@ -17,6 +17,8 @@ pub struct DataSpec {
     /// `data.standardize_mean` and `data.standardize_std` of `standardize = "fixed"`: public
     /// constants, one per image channel or per feature (std > 0).
     pub fixed_standardization: Option<(Vec<f64>, Vec<f64>)>,
+    /// `standardize = "private"`: the noise and clip norms of the private statistics.
+    pub private_standardization: Option<PrivateStandardization>,
     /// `data.allow_nonprivate_statistics`: accept statistics fitted on the private training data
     /// without noise (`standardize = "per_feature"`/`"per_channel"`, PCA) in a private run, whose
     /// ε then does not cover them and is marked not guaranteed.
@@ -46,6 +48,22 @@ pub enum FeatureMap {
     Pixels,
     /// The 2-D scattering transform (`data::scattering`): `j` scales, `angles` orientations.
     Scattering { j: usize, angles: usize },
+}
+
+/// `data.standardize = "private"` (Tramèr & Boneh 2021, "Differentially private learning needs
+/// better features", Appendix B, Algorithm 2): each example's per-group means m_i and means of
+/// squares s_i (a group is an image channel, or one feature of a vector), clipped to L2 norms
+/// `mean_clip_norm` and `second_moment_clip_norm`, summed, and released once with Gaussian noise of
+/// std `noise_multiplier` × the clip norm. Two Gaussian events of `noise_multiplier` on the whole
+/// training set (add/remove-one sensitivity = the clip norm; docs/accounting.md).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PrivateStandardization {
+    /// `data.standardize_noise_multiplier`: σ of both releases.
+    pub noise_multiplier: f64,
+    /// `data.standardize_mean_clip_norm`: the bound on ‖m_i‖₂.
+    pub mean_clip_norm: f64,
+    /// `data.standardize_second_moment_clip_norm`: the bound on ‖s_i‖₂.
+    pub second_moment_clip_norm: f64,
 }
 
 /// Default `data.scattering_j` (Oyallon & Mallat 2015; Tramèr & Boneh 2021).
@@ -306,6 +324,49 @@ impl Checker<'_> {
             self.absent("data.standardize_std", &d.standardize_std, why)?;
             None
         };
+        let private_standardization = if standardize == Standardize::Private {
+            let need = |key: &str, v: Option<f64>| -> R<f64> {
+                let v = v.ok_or_else(|| {
+                    self.missing(
+                        key,
+                        "standardize = \"private\" needs its noise multiplier and clip norms",
+                    )
+                })?;
+                self.positive(key, v)
+            };
+            Some(PrivateStandardization {
+                noise_multiplier: need(
+                    "data.standardize_noise_multiplier",
+                    d.standardize_noise_multiplier,
+                )?,
+                mean_clip_norm: need(
+                    "data.standardize_mean_clip_norm",
+                    d.standardize_mean_clip_norm,
+                )?,
+                second_moment_clip_norm: need(
+                    "data.standardize_second_moment_clip_norm",
+                    d.standardize_second_moment_clip_norm,
+                )?,
+            })
+        } else {
+            let why = || "only used with data.standardize = \"private\"".to_string();
+            self.absent(
+                "data.standardize_noise_multiplier",
+                &d.standardize_noise_multiplier,
+                why,
+            )?;
+            self.absent(
+                "data.standardize_mean_clip_norm",
+                &d.standardize_mean_clip_norm,
+                why,
+            )?;
+            self.absent(
+                "data.standardize_second_moment_clip_norm",
+                &d.standardize_second_moment_clip_norm,
+                why,
+            )?;
+            None
+        };
         let allow_nonprivate_statistics = d.allow_nonprivate_statistics.unwrap_or(false);
         let max_norm = d
             .max_norm
@@ -410,6 +471,7 @@ impl Checker<'_> {
             scale: d.scale.unwrap_or(dataset.is_image()),
             standardize,
             fixed_standardization,
+            private_standardization,
             allow_nonprivate_statistics,
             max_norm,
             classes,

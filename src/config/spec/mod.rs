@@ -226,6 +226,25 @@ pub fn validate(raw: &RawConfig, source: &Path) -> Result<ExperimentSpec, Config
             "statistics fitted on the private training data without noise are not covered by the accelerated methods' epsilon; use data.standardize = \"fixed\" with public constants",
         ));
     }
+    // Private statistics are a release of the private training data: they need the privacy
+    // section that accounts them, and the accelerated methods' pure-ε plan has no place for a
+    // Gaussian release.
+    if data.standardize == Standardize::Private {
+        if accelerated.is_some() {
+            return Err(v.conflict(
+                "data.standardize",
+                "accelerated",
+                "\"private\" releases Gaussian statistics, which the accelerated methods' pure-epsilon accounting does not cover; use data.standardize = \"fixed\" with public constants",
+            ));
+        }
+        if !privacy_enabled {
+            return Err(v.conflict(
+                "data.standardize",
+                "privacy.enabled",
+                "\"private\" statistics are accounted by the run's privacy section; a non-private run has none (use \"per_channel\" or \"per_feature\")",
+            ));
+        }
+    }
     if privacy_enabled && !data.allow_nonprivate_statistics {
         if matches!(
             data.standardize,
@@ -301,6 +320,16 @@ pub fn validate(raw: &RawConfig, source: &Path) -> Result<ExperimentSpec, Config
     }
     let clip = v.clip(raw, privacy_enabled)?;
     let privacy = v.privacy(raw, privacy_enabled)?;
+    // A secure (OS-seeded) draw of the statistics could not be drawn again: a resumed seed or
+    // `dpx eval` would normalise with another release, which the ledger does not hold.
+    if data.standardize == Standardize::Private && privacy.as_ref().is_some_and(|p| p.secure_noise)
+    {
+        return Err(v.conflict(
+            "data.standardize",
+            "privacy.secure_noise",
+            "\"private\" statistics are not drawn with privacy.secure_noise = true: they come from the experiment's seeded statistics stream so that a resumed seed and dpx eval reproduce the same release, and OS noise could not be drawn again",
+        ));
+    }
     let dir = match &raw.output.dir {
         Some(d) if d.trim().is_empty() => {
             return Err(v.range("output.dir", "a non-empty path", format!("{d:?}")));
