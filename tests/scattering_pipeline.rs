@@ -280,3 +280,77 @@ fn models_build_on_scattering_features() {
         assert!(e.model.check_input(81 * 49).is_ok());
     }
 }
+
+#[test]
+fn input_constants_normalise_the_pixels_before_the_transform() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mnist = dir.path().join("mnist");
+    std::fs::create_dir(&mnist).expect("mkdir");
+    tiny_mnist(&mnist, 12);
+    let data_dir = dir.path().join("data");
+    let file = dir.path().join("x.toml");
+    let spec = |extra: &str| {
+        config::load_str(
+            &config_text(
+                "mnist",
+                &format!("path = {:?}\nfeatures = \"scattering\"\n{extra}", mnist),
+            ),
+            &file,
+        )
+        .expect("valid")
+    };
+    let plain = prepare_data(&spec(""), &data_dir).expect("prepared");
+    // The transform is positively homogeneous: pixels / 2 give features / 2 (a power of two,
+    // so up to the FFTs' rounding).
+    let halved = prepare_data(
+        &spec("scattering_input_mean = [0.0]\nscattering_input_std = [2.0]"),
+        &data_dir,
+    )
+    .expect("prepared");
+    let gap = plain
+        .train
+        .features
+        .iter()
+        .zip(halved.train.features.iter())
+        .map(|(a, b)| (a / 2.0 - b).abs())
+        .fold(0.0f32, f32::max);
+    assert!(gap < 1e-6, "{gap}");
+    // A mean shifts the order-0 channel (the low-pass average) by about the mean; the wavelet
+    // channels have zero-mean filters and barely move.
+    let shifted = prepare_data(
+        &spec("scattering_input_mean = [0.25]\nscattering_input_std = [1.0]"),
+        &data_dir,
+    )
+    .expect("prepared");
+    let (a, b) = (plain.train.features.row(0), shifted.train.features.row(0));
+    let order0 = (a[24] - b[24]) as f64;
+    assert!((order0 - 0.25).abs() < 0.02, "order 0 moved by {order0}");
+    let order1 = (a[49 + 24] - b[49 + 24]).abs() as f64;
+    assert!(
+        order1 < 0.02 * a[49 + 24].abs().max(0.01) as f64 + 1e-3,
+        "{order1}"
+    );
+
+    let e = error_of(&config_text(
+        "mnist",
+        "features = \"scattering\"\nscattering_input_mean = [0.5]",
+    ));
+    assert!(e.contains("data.scattering_input_std"), "{e}");
+    let e = error_of(&config_text(
+        "mnist",
+        "features = \"scattering\"\nscattering_input_mean = [0.5]\nscattering_input_std = [0.0]",
+    ));
+    assert!(e.contains("data.scattering_input_std"), "{e}");
+    let e = error_of(&config_text(
+        "mnist",
+        "scattering_input_mean = [0.5]\nscattering_input_std = [0.2]",
+    ));
+    assert!(e.contains("data.scattering_input_mean"), "pixels: {e}");
+    let resolved =
+        spec("scattering_input_mean = [0.5]\nscattering_input_std = [0.25]").to_resolved_toml();
+    assert!(
+        resolved.contains("scattering_input_mean = [0.5]")
+            && resolved.contains("scattering_input_std = [0.25]"),
+        "{resolved}"
+    );
+}

@@ -195,6 +195,10 @@ pub struct RawData {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scattering_angles: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub scattering_input_mean: Option<Vec<f64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scattering_input_std: Option<Vec<f64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub synthetic: Option<RawSynthetic>,
 }
 
@@ -648,6 +652,8 @@ impl RawConfig {
                 features: Some(Features::Scattering),
                 scattering_j: Some(2),
                 scattering_angles: Some(8),
+                scattering_input_mean: Some(vec![0.485, 0.456, 0.406]),
+                scattering_input_std: Some(vec![0.229, 0.224, 0.225]),
                 synthetic: Some(RawSynthetic {
                     n_train: Some(1000),
                     n_test: Some(100),

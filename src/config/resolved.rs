@@ -297,6 +297,8 @@ impl ExperimentSpec {
             raw.features = Some(Features::Scattering);
             raw.scattering_j = (j != DEFAULT_SCATTERING_J).then(|| int(j));
             raw.scattering_angles = (angles != DEFAULT_SCATTERING_ANGLES).then(|| int(angles));
+            raw.scattering_input_mean = d.scattering_input.as_ref().map(|(m, _)| m.clone());
+            raw.scattering_input_std = d.scattering_input.as_ref().map(|(_, s)| s.clone());
         }
         let set_test = |raw: &mut RawData, test: &TestSet| match test {
             TestSet::File(p) => raw.test_path = Some(path_string(p)),

@@ -378,12 +378,23 @@ pub fn prepare_data(spec: &ExperimentSpec, data_dir: &Path) -> Result<PreparedDa
     if let FeatureMap::Scattering { j, angles } = d.features {
         // A fixed map of each example on its own, fitted on nothing: no privacy cost.
         let dataset = d.source.dataset().name();
+        // Public constants on the pixels first (the cache key covers the normalised pixels).
+        let input = match &d.scattering_input {
+            Some((mean, std)) => Some(
+                preprocess::Standardizer::fixed(&data.train, mean, std)
+                    .map_err(keyed(spec, "data.scattering_input_mean"))?,
+            ),
+            None => None,
+        };
         let mut splits: Vec<(&str, &mut Dataset)> =
             vec![("train", &mut data.train), ("test", &mut data.test)];
         if let Some(v) = validation.as_mut() {
             splits.push(("validation", v));
         }
         for (split, set) in splits {
+            if let Some(st) = &input {
+                st.apply(set)?;
+            }
             *set = scattering_features(spec, data_dir, dataset, split, j, angles, set)?;
         }
     }

@@ -38,6 +38,10 @@ pub struct DataSpec {
     pub pca_components: Option<usize>,
     /// `data.features` (with `data.scattering_j`, `data.scattering_angles`).
     pub features: FeatureMap,
+    /// `data.scattering_input_mean` and `data.scattering_input_std`: public per-channel constants
+    /// the scaled pixels are standardised with before the scattering transform (Tramèr & Boneh
+    /// 2021 use ImageNet's), `features = "scattering"` only.
+    pub scattering_input: Option<(Vec<f64>, Vec<f64>)>,
 }
 
 /// `data.features`: a fixed, data-independent map applied to each image after scaling.
@@ -285,28 +289,7 @@ impl Checker<'_> {
                 let v = v.as_ref().ok_or_else(|| {
                     self.missing(key, "standardize = \"fixed\" needs its public constants")
                 })?;
-                if v.is_empty() || v.len() > MAX_WIDTH {
-                    return Err(self.range(
-                        key,
-                        "1 to 65536 numbers (one per channel or feature)",
-                        format!("{} numbers", v.len()),
-                    ));
-                }
-                for &x in v {
-                    let ok = x.is_finite() && (!positive || x > 0.0);
-                    if !ok {
-                        return Err(self.range(
-                            key,
-                            if positive {
-                                "finite numbers > 0"
-                            } else {
-                                "finite numbers"
-                            },
-                            x.to_string(),
-                        ));
-                    }
-                }
-                Ok(v.clone())
+                self.constants(key, v, positive)
             };
             let mean = list("data.standardize_mean", &d.standardize_mean, false)?;
             let std = list("data.standardize_std", &d.standardize_std, true)?;
@@ -431,6 +414,8 @@ impl Checker<'_> {
                 let why = || "only used with data.features = \"scattering\"".to_string();
                 self.absent("data.scattering_j", &d.scattering_j, why)?;
                 self.absent("data.scattering_angles", &d.scattering_angles, why)?;
+                self.absent("data.scattering_input_mean", &d.scattering_input_mean, why)?;
+                self.absent("data.scattering_input_std", &d.scattering_input_std, why)?;
                 FeatureMap::Pixels
             }
             Features::Scattering => {
@@ -465,8 +450,13 @@ impl Checker<'_> {
                 FeatureMap::Scattering { j, angles }
             }
         };
+        let scattering_input = match features {
+            FeatureMap::Scattering { .. } => self.scattering_input(d)?,
+            FeatureMap::Pixels => None,
+        };
         Ok(DataSpec {
             features,
+            scattering_input,
             source,
             scale: d.scale.unwrap_or(dataset.is_image()),
             standardize,
@@ -480,6 +470,64 @@ impl Checker<'_> {
             validation_fraction,
             pca_components,
         })
+    }
+
+    /// A list of public constants (one per channel or feature): 1 to 65536 finite numbers, all
+    /// > 0 when `positive`.
+    fn constants(&self, key: &str, v: &[f64], positive: bool) -> R<Vec<f64>> {
+        if v.is_empty() || v.len() > MAX_WIDTH {
+            return Err(self.range(
+                key,
+                "1 to 65536 numbers (one per channel or feature)",
+                format!("{} numbers", v.len()),
+            ));
+        }
+        for &x in v {
+            let ok = x.is_finite() && (!positive || x > 0.0);
+            if !ok {
+                return Err(self.range(
+                    key,
+                    if positive {
+                        "finite numbers > 0"
+                    } else {
+                        "finite numbers"
+                    },
+                    x.to_string(),
+                ));
+            }
+        }
+        Ok(v.to_vec())
+    }
+
+    /// `data.scattering_input_mean` / `data.scattering_input_std`: public per-channel constants
+    /// the pixels are standardised with before the scattering transform (both or neither).
+    fn scattering_input(&self, d: &RawData) -> R<Option<(Vec<f64>, Vec<f64>)>> {
+        match (&d.scattering_input_mean, &d.scattering_input_std) {
+            (None, None) => Ok(None),
+            (Some(_), None) => Err(self.missing(
+                "data.scattering_input_std",
+                "data.scattering_input_mean needs its standard deviations",
+            )),
+            (None, Some(_)) => Err(self.missing(
+                "data.scattering_input_mean",
+                "data.scattering_input_std needs its means",
+            )),
+            (Some(mean), Some(std)) => {
+                let mean = self.constants("data.scattering_input_mean", mean, false)?;
+                let std = self.constants("data.scattering_input_std", std, true)?;
+                if mean.len() != std.len() {
+                    return Err(self.range(
+                        "data.scattering_input_std",
+                        &format!(
+                            "as many numbers as data.scattering_input_mean ({})",
+                            mean.len()
+                        ),
+                        format!("{} numbers", std.len()),
+                    ));
+                }
+                Ok(Some((mean, std)))
+            }
+        }
     }
 
     pub(super) fn synthetic(
