@@ -77,12 +77,6 @@ impl GroupNorm {
             tensors: vec![weight, bias],
         })
     }
-
-    /// The channels of group `g`.
-    fn group_channels(&self, g: usize) -> std::ops::Range<usize> {
-        let per = self.channels / self.groups;
-        g * per..(g + 1) * per
-    }
 }
 
 impl Layer for GroupNorm {
@@ -114,23 +108,46 @@ impl Layer for GroupNorm {
         let (batch, c) = (input.nrows(), self.channels);
         let mut xhat = Array2::<f32>::zeros(input.raw_dim());
         let mut rstd = Array2::<f64>::zeros((batch, self.groups));
+        let (groups, per) = (self.groups, c / self.groups);
+        let n = (self.positions * per) as f64;
         xhat.axis_iter_mut(Axis(0))
             .into_par_iter()
             .zip(rstd.axis_iter_mut(Axis(0)).into_par_iter())
             .zip(input.axis_iter(Axis(0)).into_par_iter())
             .for_each(|((mut xh, mut rs), x)| {
-                for g in 0..self.groups {
-                    let chans = self.group_channels(g);
-                    let n = (self.positions * chans.len()) as f64;
-                    let entries = || {
-                        (0..self.positions).flat_map(|l| chans.clone().map(move |ch| l * c + ch))
-                    };
-                    let mean = entries().map(|j| x[j] as f64).sum::<f64>() / n;
-                    let var = entries().map(|j| (x[j] as f64 - mean).powi(2)).sum::<f64>() / n;
-                    let r = 1.0 / (var + EPS).sqrt();
-                    rs[g] = r;
-                    for j in entries() {
-                        xh[j] = ((x[j] as f64 - mean) * r) as f32;
+                let x = contiguous(x);
+                let xh = xh.as_slice_mut().expect("a fresh array is contiguous");
+                // Each group's sums run position by position over its channels in order.
+                let mut mean = vec![0.0f64; groups];
+                for pos in x.chunks_exact(c) {
+                    for (m, chans) in mean.iter_mut().zip(pos.chunks_exact(per)) {
+                        for &v in chans {
+                            *m += v as f64;
+                        }
+                    }
+                }
+                mean.iter_mut().for_each(|m| *m /= n);
+                let mut var = vec![0.0f64; groups];
+                for pos in x.chunks_exact(c) {
+                    for ((s, &m), chans) in var.iter_mut().zip(&mean).zip(pos.chunks_exact(per)) {
+                        for &v in chans {
+                            *s += (v as f64 - m).powi(2);
+                        }
+                    }
+                }
+                for (g, s) in var.iter().enumerate() {
+                    rs[g] = 1.0 / (s / n + EPS).sqrt();
+                }
+                for (out, pos) in xh.chunks_exact_mut(c).zip(x.chunks_exact(c)) {
+                    for (g, (o, chans)) in out
+                        .chunks_exact_mut(per)
+                        .zip(pos.chunks_exact(per))
+                        .enumerate()
+                    {
+                        let (m, r) = (mean[g], rs[g]);
+                        for (o, &v) in o.iter_mut().zip(chans) {
+                            *o = ((v as f64 - m) * r) as f32;
+                        }
                     }
                 }
             });
@@ -139,9 +156,11 @@ impl Layer for GroupNorm {
             .axis_iter_mut(Axis(0))
             .into_par_iter()
             .for_each(|mut y| {
-                for (j, v) in y.iter_mut().enumerate() {
-                    let ch = j % c;
-                    *v = gamma[ch] * *v + beta[ch];
+                let y = y.as_slice_mut().expect("a fresh array is contiguous");
+                for pos in y.chunks_exact_mut(c) {
+                    for ((v, &ga), &be) in pos.iter_mut().zip(gamma.iter()).zip(beta.iter()) {
+                        *v = ga * *v + be;
+                    }
                 }
             });
         Forward {
@@ -175,30 +194,49 @@ impl Layer for GroupNorm {
                 g.iter_mut().zip(&acc).for_each(|(o, &a)| *o = a as f32);
             });
         let dx = input_gradient.then(|| {
+            let (groups, per) = (self.groups, c / self.groups);
+            let n = (self.positions * per) as f64;
+            let gamma: Vec<f64> = gamma.iter().map(|&g| g as f64).collect();
             let mut dx = Array2::<f32>::zeros(d.raw_dim());
             dx.axis_iter_mut(Axis(0))
                 .into_par_iter()
                 .enumerate()
                 .for_each(|(i, mut dxi)| {
-                    let (di, xh) = (d.row(i), saved.xhat.row(i));
-                    for g in 0..self.groups {
-                        let chans = self.group_channels(g);
-                        let n = (self.positions * chans.len()) as f64;
-                        let entries = || {
-                            (0..self.positions)
-                                .flat_map(|l| chans.clone().map(move |ch| (l * c + ch, ch)))
-                        };
-                        let (mut m1, mut m2) = (0.0f64, 0.0f64);
-                        for (j, ch) in entries() {
-                            let dxh = gamma[ch] as f64 * di[j] as f64;
-                            m1 += dxh;
-                            m2 += dxh * xh[j] as f64;
+                    let (di, xh) = (contiguous(d.row(i)), contiguous(saved.xhat.row(i)));
+                    let dxi = dxi.as_slice_mut().expect("a fresh array is contiguous");
+                    // dx̂ = γ ⊙ δ; its mean and its mean against x̂ per group, summed position by
+                    // position over the group's channels in order.
+                    let (mut m1, mut m2) = (vec![0.0f64; groups], vec![0.0f64; groups]);
+                    for (pd, px) in di.chunks_exact(c).zip(xh.chunks_exact(c)) {
+                        for (g, ((cd, cx), ga)) in pd
+                            .chunks_exact(per)
+                            .zip(px.chunks_exact(per))
+                            .zip(gamma.chunks_exact(per))
+                            .enumerate()
+                        {
+                            for ((&dv, &xv), &gv) in cd.iter().zip(cx).zip(ga) {
+                                let dxh = gv * dv as f64;
+                                m1[g] += dxh;
+                                m2[g] += dxh * xv as f64;
+                            }
                         }
-                        let (m1, m2) = (m1 / n, m2 / n);
-                        let r = saved.rstd[[i, g]];
-                        for (j, ch) in entries() {
-                            let dxh = gamma[ch] as f64 * di[j] as f64;
-                            dxi[j] = (r * (dxh - m1 - xh[j] as f64 * m2)) as f32;
+                    }
+                    for (out, (pd, px)) in dxi
+                        .chunks_exact_mut(c)
+                        .zip(di.chunks_exact(c).zip(xh.chunks_exact(c)))
+                    {
+                        for (g, (((o, cd), cx), ga)) in out
+                            .chunks_exact_mut(per)
+                            .zip(pd.chunks_exact(per))
+                            .zip(px.chunks_exact(per))
+                            .zip(gamma.chunks_exact(per))
+                            .enumerate()
+                        {
+                            let (a, b, r) = (m1[g] / n, m2[g] / n, saved.rstd[[i, g]]);
+                            for (((o, &dv), &xv), &gv) in o.iter_mut().zip(cd).zip(cx).zip(ga) {
+                                let dxh = gv * dv as f64;
+                                *o = (r * (dxh - a - xv as f64 * b)) as f32;
+                            }
                         }
                     }
                 });
@@ -221,6 +259,14 @@ impl Layer for GroupNorm {
             weight: self.tensors[0].clone(),
             bias: self.tensors[1].clone(),
         }))
+    }
+}
+
+/// A row as a contiguous slice (borrowed when it is one).
+fn contiguous<'a>(row: ArrayView1<'a, f32>) -> std::borrow::Cow<'a, [f32]> {
+    match row.to_slice() {
+        Some(s) => std::borrow::Cow::Borrowed(s),
+        None => std::borrow::Cow::Owned(row.to_vec()),
     }
 }
 
