@@ -153,17 +153,28 @@ fn with_little_noise_and_loose_clips_it_is_the_training_set_standardisation() {
 }
 
 #[test]
-fn the_release_is_the_experiments_and_depends_on_its_first_seed() {
+fn the_release_is_the_experiments_whatever_its_seeds_and_follows_its_own_seed() {
     let dir = tempfile::tempdir().unwrap();
     let spec = config::load(&mixture_config(dir.path(), PRIVATE_STATS, BUDGET)).unwrap();
     let a = prepare_data(&spec, dir.path()).unwrap();
     let b = prepare_data(&spec, dir.path()).unwrap();
     assert_eq!(a.train.features, b.train.features);
     assert_eq!(a.test.features, b.test.features);
-    let mut other = spec.clone();
-    other.seeds = vec![5, 0];
-    let c = prepare_data(&other, dir.path()).unwrap();
-    assert_ne!(a.train.features, c.train.features);
+    // The seeds of an experiment split into several runs see the same release.
+    let mut other_seeds = spec.clone();
+    other_seeds.seeds = vec![5, 0];
+    let c = prepare_data(&other_seeds, dir.path()).unwrap();
+    assert_eq!(a.train.features, c.train.features);
+    // data.standardize_seed draws another release.
+    let reseeded = config::load(&mixture_config(
+        dir.path(),
+        &format!("{PRIVATE_STATS}\nstandardize_seed = 1"),
+        BUDGET,
+    ))
+    .unwrap();
+    let d = prepare_data(&reseeded, dir.path()).unwrap();
+    assert_ne!(a.train.features, d.train.features);
+    assert!(reseeded.to_resolved_toml().contains("standardize_seed = 1"));
 }
 
 /// An IDX file of unsigned bytes with these dimensions.
@@ -251,6 +262,8 @@ fn what_cannot_be_accounted_is_refused_naming_the_key() {
     assert!(e.contains("data.standardize_mean_clip_norm"), "{e}");
     let e = refused(d, "standardize_noise_multiplier = 8.0", BUDGET);
     assert!(e.contains("data.standardize_noise_multiplier"), "{e}");
+    let e = refused(d, "standardize_seed = 3", BUDGET);
+    assert!(e.contains("data.standardize_seed"), "{e}");
     let e = refused(d, PRIVATE_STATS, "[privacy]\nenabled = false\n");
     assert!(e.contains("data.standardize"), "{e}");
     let e = refused(

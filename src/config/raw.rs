@@ -177,6 +177,8 @@ pub struct RawData {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub standardize_second_moment_clip_norm: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub standardize_seed: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub allow_nonprivate_statistics: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub public_fraction: Option<f64>,
@@ -643,6 +645,7 @@ impl RawConfig {
                 standardize_noise_multiplier: Some(8.0),
                 standardize_mean_clip_norm: Some(1.0),
                 standardize_second_moment_clip_norm: Some(1.0),
+                standardize_seed: Some(0),
                 allow_nonprivate_statistics: Some(true),
                 public_fraction: Some(0.1),
                 train_on: Some(DataPart::Private),

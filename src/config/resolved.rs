@@ -279,6 +279,7 @@ impl ExperimentSpec {
             standardize_second_moment_clip_norm: d
                 .private_standardization
                 .map(|p| p.second_moment_clip_norm),
+            standardize_seed: d.private_standardization.map(|p| p.seed as i64),
             allow_nonprivate_statistics: d.allow_nonprivate_statistics.then_some(true),
             max_norm: d.max_norm,
             classes: d

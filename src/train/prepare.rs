@@ -468,9 +468,10 @@ pub fn prepare_data(spec: &ExperimentSpec, data_dir: &Path) -> Result<PreparedDa
 }
 
 /// `data.standardize = "private"`: the clipped moment sums of `train` released through the
-/// Gaussian mechanism (noise from the statistics stream of the experiment's first seed, so every
-/// seed, a resumed seed and `dpx eval` see the same release), turned into a standardizer. The two
-/// releases are the events `plan::statistics_events` puts at the head of every seed's ledger.
+/// Gaussian mechanism (noise from the statistics stream of `data.standardize_seed`, so every seed,
+/// a resumed seed, `dpx eval` and the seeds of an experiment split into several runs see the same
+/// release), turned into a standardizer. The two releases are the events
+/// `plan::statistics_events` puts at the head of every seed's ledger.
 fn private_standardizer(
     spec: &ExperimentSpec,
     train: &Dataset,
@@ -479,8 +480,7 @@ fn private_standardizer(
     let mut sums =
         moments::clipped_moment_sums(train, ps.mean_clip_norm, ps.second_moment_clip_norm)
             .map_err(keyed(spec, "data.standardize"))?;
-    let first_seed = spec.seeds.first().copied().unwrap_or(0);
-    let mut rng = super::seed::stream_rng(first_seed, super::seed::STREAM_STATISTICS);
+    let mut rng = super::seed::stream_rng(ps.seed, super::seed::STREAM_STATISTICS);
     for (sum, clip_norm) in [
         (&mut sums.mean, ps.mean_clip_norm),
         (&mut sums.second_moment, ps.second_moment_clip_norm),

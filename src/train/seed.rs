@@ -24,7 +24,7 @@ pub const STREAM_NOISE: u64 = 3;
 /// The augmented views' crops and flips (`[train.augmentation]`).
 pub const STREAM_AUGMENT: u64 = 4;
 /// The noise of the private data statistics (`data.standardize = "private"`), drawn once per
-/// experiment from its first seed's stream.
+/// experiment from the stream of `data.standardize_seed`.
 pub const STREAM_STATISTICS: u64 = 5;
 
 /// A ChaCha12 generator for stream `stream` of run seed `seed`.

@@ -68,6 +68,9 @@ pub struct PrivateStandardization {
     pub mean_clip_norm: f64,
     /// `data.standardize_second_moment_clip_norm`: the bound on ‖s_i‖₂.
     pub second_moment_clip_norm: f64,
+    /// `data.standardize_seed`: the seed of the release's noise stream (one release per
+    /// experiment, whatever its `experiment.seeds`).
+    pub seed: u64,
 }
 
 /// Default `data.scattering_j` (Oyallon & Mallat 2015; Tramèr & Boneh 2021).
@@ -330,6 +333,12 @@ impl Checker<'_> {
                     "data.standardize_second_moment_clip_norm",
                     d.standardize_second_moment_clip_norm,
                 )?,
+                seed: self.int(
+                    "data.standardize_seed",
+                    d.standardize_seed.unwrap_or(0),
+                    0,
+                    i64::MAX,
+                )?,
             })
         } else {
             let why = || "only used with data.standardize = \"private\"".to_string();
@@ -348,6 +357,7 @@ impl Checker<'_> {
                 &d.standardize_second_moment_clip_norm,
                 why,
             )?;
+            self.absent("data.standardize_seed", &d.standardize_seed, why)?;
             None
         };
         let allow_nonprivate_statistics = d.allow_nonprivate_statistics.unwrap_or(false);
