@@ -11,6 +11,9 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use dpx::config::RawConfig;
+
+#[path = "support/mnist.rs"]
+mod mnist;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config as PtConfig, RngAlgorithm, TestRng, TestRunner};
@@ -673,34 +676,6 @@ fn a_subsample_larger_than_the_dataset_is_refused() {
     );
 }
 
-/// An IDX file of unsigned bytes with these dimensions.
-fn idx_file(dims: &[u32], data: &[u8]) -> Vec<u8> {
-    let mut out = vec![0, 0, 0x08, dims.len() as u8];
-    for d in dims {
-        out.extend_from_slice(&d.to_be_bytes());
-    }
-    out.extend_from_slice(data);
-    out
-}
-
-/// A small MNIST-shaped dataset in `dir` (n train and n test images of 28x28).
-fn tiny_mnist(dir: &Path, n: u32) {
-    let images: Vec<u8> = (0..n as usize * 784).map(|i| (i % 251) as u8).collect();
-    let labels: Vec<u8> = (0..n).map(|i| (i % 10) as u8).collect();
-    for (prefix, _) in [("train", 0), ("t10k", 1)] {
-        std::fs::write(
-            dir.join(format!("{prefix}-images-idx3-ubyte")),
-            idx_file(&[n, 28, 28], &images),
-        )
-        .unwrap();
-        std::fs::write(
-            dir.join(format!("{prefix}-labels-idx1-ubyte")),
-            idx_file(&[n], &labels),
-        )
-        .unwrap();
-    }
-}
-
 #[test]
 fn a_model_too_large_to_hold_is_refused_before_overwriting_anything() {
     // A regression: a CNN with out_channels = 65536, kernel_size = 1 (within the documented
@@ -709,7 +684,7 @@ fn a_model_too_large_to_hold_is_refused_before_overwriting_anything() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("mnist");
     std::fs::create_dir(&data).unwrap();
-    tiny_mnist(&data, 1100);
+    mnist::tiny_mnist(&data, 1100, 1);
     let config = |channels: u32| {
         format!(
             r#"[experiment]

@@ -10,6 +10,9 @@ use dpx::privacy::event::DpEvent;
 use dpx::train::prepare::{Experiment, prepare_data};
 use dpx::train::{SeedEnd, Silent, train_seed};
 
+#[path = "support/mnist.rs"]
+mod mnist;
+
 fn mixture_config(dir: &Path, data_extra: &str, extra: &str) -> PathBuf {
     let text = format!(
         r#"
@@ -177,38 +180,12 @@ fn the_release_is_the_experiments_whatever_its_seeds_and_follows_its_own_seed() 
     assert!(reseeded.to_resolved_toml().contains("standardize_seed = 1"));
 }
 
-/// An IDX file of unsigned bytes with these dimensions.
-fn idx_file(dims: &[u32], data: &[u8]) -> Vec<u8> {
-    let mut out = vec![0, 0, 0x08, dims.len() as u8];
-    for d in dims {
-        out.extend_from_slice(&d.to_be_bytes());
-    }
-    out.extend_from_slice(data);
-    out
-}
-
 #[test]
 fn images_are_standardised_per_channel() {
     let dir = tempfile::tempdir().unwrap();
     let mnist = dir.path().join("mnist");
     std::fs::create_dir_all(&mnist).unwrap();
-    let n = 40u32;
-    let images: Vec<u8> = (0..n as usize * 784)
-        .map(|i| ((i * 7919) % 251) as u8)
-        .collect();
-    let labels: Vec<u8> = (0..n).map(|i| (i % 10) as u8).collect();
-    for prefix in ["train", "t10k"] {
-        std::fs::write(
-            mnist.join(format!("{prefix}-images-idx3-ubyte")),
-            idx_file(&[n, 28, 28], &images),
-        )
-        .unwrap();
-        std::fs::write(
-            mnist.join(format!("{prefix}-labels-idx1-ubyte")),
-            idx_file(&[n], &labels),
-        )
-        .unwrap();
-    }
+    mnist::tiny_mnist(&mnist, 40, 7919);
     let text = |standardize: &str| {
         format!(
             "[experiment]\nname = \"m\"\n[data]\ndataset = \"mnist\"\n{standardize}\n[model]\narchitecture = \"logistic\"\n[train]\nsteps = 2\nexpected_batch_size = 10\nlearning_rate = 0.1\n[clip]\nclip_norm = 1.0\n[noise]\nnoise_multiplier = 1.0\n[privacy]\ndelta = 1e-5\n"

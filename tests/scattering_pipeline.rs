@@ -6,35 +6,8 @@ use std::path::Path;
 use dpx::config;
 use dpx::train::prepare::prepare_data;
 
-/// An IDX file of unsigned bytes with these dimensions.
-fn idx_file(dims: &[u32], data: &[u8]) -> Vec<u8> {
-    let mut out = vec![0, 0, 0x08, dims.len() as u8];
-    for d in dims {
-        out.extend_from_slice(&d.to_be_bytes());
-    }
-    out.extend_from_slice(data);
-    out
-}
-
-/// A small MNIST-shaped dataset in `dir` (n train and n test images of 28x28).
-fn tiny_mnist(dir: &Path, n: u32) {
-    let images: Vec<u8> = (0..n as usize * 784)
-        .map(|i| ((i * 7919) % 251) as u8)
-        .collect();
-    let labels: Vec<u8> = (0..n).map(|i| (i % 10) as u8).collect();
-    for prefix in ["train", "t10k"] {
-        std::fs::write(
-            dir.join(format!("{prefix}-images-idx3-ubyte")),
-            idx_file(&[n, 28, 28], &images),
-        )
-        .expect("write");
-        std::fs::write(
-            dir.join(format!("{prefix}-labels-idx1-ubyte")),
-            idx_file(&[n], &labels),
-        )
-        .expect("write");
-    }
-}
+#[path = "support/mnist.rs"]
+mod mnist;
 
 fn config_text(dataset: &str, data_extra: &str) -> String {
     format!(
@@ -127,7 +100,7 @@ fn prepared_data_and_cache() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mnist = dir.path().join("mnist");
     std::fs::create_dir(&mnist).expect("mkdir");
-    tiny_mnist(&mnist, 20);
+    mnist::tiny_mnist(&mnist, 20, 7919);
     let data_dir = dir.path().join("data");
     let file = dir.path().join("x.toml");
     let spec = |extra: &str| {
@@ -219,7 +192,7 @@ fn image_sides_not_multiple_of_2_to_j_are_a_one_line_error() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mnist = dir.path().join("mnist");
     std::fs::create_dir(&mnist).expect("mkdir");
-    tiny_mnist(&mnist, 4);
+    mnist::tiny_mnist(&mnist, 4, 7919);
     let s = config::load_str(
         &config_text(
             "mnist",
@@ -264,7 +237,7 @@ fn models_build_on_scattering_features() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mnist = dir.path().join("mnist");
     std::fs::create_dir(&mnist).expect("mkdir");
-    tiny_mnist(&mnist, 12);
+    mnist::tiny_mnist(&mnist, 12, 7919);
     let base = config_text(
         "mnist",
         &format!("path = {mnist:?}\nfeatures = \"scattering\""),
@@ -286,7 +259,7 @@ fn input_constants_normalise_the_pixels_before_the_transform() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mnist = dir.path().join("mnist");
     std::fs::create_dir(&mnist).expect("mkdir");
-    tiny_mnist(&mnist, 12);
+    mnist::tiny_mnist(&mnist, 12, 7919);
     let data_dir = dir.path().join("data");
     let file = dir.path().join("x.toml");
     let spec = |extra: &str| {
