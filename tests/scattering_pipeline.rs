@@ -95,6 +95,18 @@ fn resolved_config_writes_only_non_defaults() {
     assert_eq!(again, custom);
 }
 
+/// A valid spec with scattering features on the MNIST files in `mnist`, plus `extra` data keys.
+fn scattering_spec(mnist: &Path, file: &Path, extra: &str) -> config::ExperimentSpec {
+    config::load_str(
+        &config_text(
+            "mnist",
+            &format!("path = {:?}\nfeatures = \"scattering\"\n{extra}", mnist),
+        ),
+        file,
+    )
+    .expect("valid")
+}
+
 #[test]
 fn prepared_data_and_cache() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -103,16 +115,7 @@ fn prepared_data_and_cache() {
     mnist::tiny_mnist(&mnist, 20, 7919);
     let data_dir = dir.path().join("data");
     let file = dir.path().join("x.toml");
-    let spec = |extra: &str| {
-        config::load_str(
-            &config_text(
-                "mnist",
-                &format!("path = {:?}\nfeatures = \"scattering\"\n{extra}", mnist),
-            ),
-            &file,
-        )
-        .expect("valid")
-    };
+    let spec = |extra: &str| scattering_spec(&mnist, &file, extra);
     let s = spec("validation_fraction = 0.25");
     let first = prepare_data(&s, &data_dir).expect("prepared");
     assert_eq!(first.train.sample_shape, vec![81, 7, 7]);
@@ -262,16 +265,7 @@ fn input_constants_normalise_the_pixels_before_the_transform() {
     mnist::tiny_mnist(&mnist, 12, 7919);
     let data_dir = dir.path().join("data");
     let file = dir.path().join("x.toml");
-    let spec = |extra: &str| {
-        config::load_str(
-            &config_text(
-                "mnist",
-                &format!("path = {:?}\nfeatures = \"scattering\"\n{extra}", mnist),
-            ),
-            &file,
-        )
-        .expect("valid")
-    };
+    let spec = |extra: &str| scattering_spec(&mnist, &file, extra);
     let plain = prepare_data(&spec(""), &data_dir).expect("prepared");
     // The transform is positively homogeneous: pixels / 2 give features / 2 (a power of two,
     // so up to the FFTs' rounding).

@@ -89,12 +89,16 @@ pub fn clipped_moment_sums(
     let mut m = vec![0.0f64; groups];
     let mut s = vec![0.0f64; groups];
     for row in train.features.rows() {
-        m.iter_mut().for_each(|x| *x = 0.0);
-        s.iter_mut().for_each(|x| *x = 0.0);
-        for (j, &x) in row.iter().enumerate() {
-            let x = f64::from(x);
-            m[j / width] += x;
-            s[j / width] += x * x;
+        let row = row
+            .to_slice()
+            .map_or_else(|| row.to_vec().into(), std::borrow::Cow::Borrowed);
+        for ((mg, sg), group) in m.iter_mut().zip(s.iter_mut()).zip(row.chunks_exact(width)) {
+            (*mg, *sg) = (0.0, 0.0);
+            for &x in group {
+                let x = f64::from(x);
+                *mg += x;
+                *sg += x * x;
+            }
         }
         let inv = 1.0 / width as f64;
         m.iter_mut().chain(s.iter_mut()).for_each(|x| *x *= inv);
