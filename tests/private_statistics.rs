@@ -209,6 +209,23 @@ fn images_are_standardised_per_channel() {
         .fold(0.0f32, f32::max);
     assert!(gap < 1e-3, "{gap}");
     assert!(private.notes.iter().any(|n| n.contains("1 channels")));
+    // A variance floor changes only the channels whose released variance is below it: here the
+    // noise is negligible, so a floor far below every channel's variance changes nothing, and
+    // one above it rescales the channel (and is named in the note), keeping it centred.
+    let tiny_floor = load(
+        "standardize = \"private\"\nstandardize_noise_multiplier = 1e-9\nstandardize_mean_clip_norm = 1e3\nstandardize_second_moment_clip_norm = 1e3\nstandardize_variance_floor = 1e-12",
+    );
+    assert_eq!(tiny_floor.train.features, private.train.features);
+    let big_floor = load(
+        "standardize = \"private\"\nstandardize_noise_multiplier = 1e-9\nstandardize_mean_clip_norm = 1e3\nstandardize_second_moment_clip_norm = 1e3\nstandardize_variance_floor = 100.0",
+    );
+    assert!(big_floor.notes.iter().any(|n| n.contains("raised to it")), "{:?}", big_floor.notes);
+    let (a, b) = (&big_floor.train.features, &private.train.features);
+    let ratio = a[[0, 0]] / b[[0, 0]];
+    assert!(ratio > 0.0 && ratio < 1.0, "{ratio}");
+    for (x, y) in a.iter().zip(b.iter()) {
+        assert!((x - ratio * y).abs() < 1e-4 * (1.0 + y.abs()), "{x} vs {ratio}·{y}");
+    }
 }
 
 fn refused(dir: &Path, data_extra: &str, extra: &str) -> String {
@@ -241,6 +258,14 @@ fn what_cannot_be_accounted_is_refused_naming_the_key() {
     assert!(e.contains("data.standardize_noise_multiplier"), "{e}");
     let e = refused(d, "standardize_seed = 3", BUDGET);
     assert!(e.contains("data.standardize_seed"), "{e}");
+    let e = refused(d, "standardize_variance_floor = 1e-4", BUDGET);
+    assert!(e.contains("data.standardize_variance_floor"), "{e}");
+    let e = refused(
+        d,
+        &format!("{PRIVATE_STATS}\nstandardize_variance_floor = -1e-4"),
+        BUDGET,
+    );
+    assert!(e.contains("data.standardize_variance_floor"), "{e}");
     let e = refused(d, PRIVATE_STATS, "[privacy]\nenabled = false\n");
     assert!(e.contains("data.standardize"), "{e}");
     let e = refused(

@@ -179,6 +179,8 @@ pub struct RawData {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub standardize_seed: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub standardize_variance_floor: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub allow_nonprivate_statistics: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub public_fraction: Option<f64>,
@@ -646,6 +648,7 @@ impl RawConfig {
                 standardize_mean_clip_norm: Some(1.0),
                 standardize_second_moment_clip_norm: Some(1.0),
                 standardize_seed: Some(0),
+                standardize_variance_floor: Some(0.0),
                 allow_nonprivate_statistics: Some(true),
                 public_fraction: Some(0.1),
                 train_on: Some(DataPart::Private),

@@ -280,6 +280,7 @@ impl ExperimentSpec {
                 .private_standardization
                 .map(|p| p.second_moment_clip_norm),
             standardize_seed: d.private_standardization.map(|p| p.seed as i64),
+            standardize_variance_floor: d.private_standardization.and_then(|p| p.variance_floor),
             allow_nonprivate_statistics: d.allow_nonprivate_statistics.then_some(true),
             max_norm: d.max_norm,
             classes: d

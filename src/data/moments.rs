@@ -116,10 +116,18 @@ pub fn clipped_moment_sums(
 }
 
 /// The standardizer of released (noisy) sums over `n` examples: per group, μ = mean / n,
-/// v = second_moment / n − μ², and x ← (x − μ) / √(v + [`VARIANCE_EPS`]). A group whose released
-/// variance is not positive is set to 0 (std = ∞), as in the paper's code. Also returns how many
-/// groups were set to 0.
-pub fn standardizer_from_sums(released: &MomentSums, n: usize) -> (Standardizer, usize) {
+/// v = second_moment / n − μ², and x ← (x − μ) / √(v + [`VARIANCE_EPS`]).
+///
+/// Without a `variance_floor`, a group whose released variance is not positive is set to 0
+/// (std = ∞), as in the paper's code. With one, v ← max(v, floor) and no group is dropped: a
+/// group whose true variance is below the release's noise keeps its (noisily centred) values,
+/// scaled by at most 1/√(floor + ε). Both are post-processing of the release. Also returns how
+/// many groups were set to 0 (without a floor) or raised to the floor (with one).
+pub fn standardizer_from_sums(
+    released: &MomentSums,
+    n: usize,
+    variance_floor: Option<f64>,
+) -> (Standardizer, usize) {
     let n = n.max(1) as f64;
     let mut dropped = 0;
     let (mean_g, std_g): (Vec<f64>, Vec<f64>) = released
@@ -129,7 +137,12 @@ pub fn standardizer_from_sums(released: &MomentSums, n: usize) -> (Standardizer,
         .map(|(&m, &s)| {
             let mu = m / n;
             let var = s / n - mu * mu;
-            if var > 0.0 && var.is_finite() {
+            if let Some(floor) = variance_floor.filter(|_| mu.is_finite() && !var.is_nan()) {
+                if var < floor {
+                    dropped += 1;
+                }
+                (mu, (var.max(floor) + VARIANCE_EPS).sqrt())
+            } else if var > 0.0 && var.is_finite() {
                 (mu, (var + VARIANCE_EPS).sqrt())
             } else {
                 dropped += 1;
@@ -216,7 +229,7 @@ mod tests {
         let ds = images(vec![vec![1.0, 2.0], vec![3.0, 2.0]], vec![2]);
         let sums = clipped_moment_sums(&ds, 1e9, 1e9).unwrap();
         assert!(!sums.per_channel && sums.width == 1);
-        let (st, dropped) = standardizer_from_sums(&sums, 2);
+        let (st, dropped) = standardizer_from_sums(&sums, 2, None);
         // Feature 0: mean 2, variance 1; feature 1: constant, variance 0, so dropped.
         assert_eq!(dropped, 1);
         assert_eq!(st.mean[0], 2.0);
@@ -226,6 +239,29 @@ mod tests {
         assert_eq!(out.features[[0, 1]], 0.0);
         assert_eq!(out.features[[1, 1]], 0.0);
         assert!((out.features[[0, 0]] + 1.0).abs() < 1e-4);
+    }
+
+    #[test]
+    fn a_variance_floor_keeps_flat_groups_and_raises_only_them() {
+        let ds = images(vec![vec![1.0, 2.0, 5.0], vec![3.0, 2.0, 5.5]], vec![3]);
+        let mut sums = clipped_moment_sums(&ds, 1e9, 1e9).unwrap();
+        // A released second moment that noise pushed below μ²: variance −0.5 for feature 2.
+        sums.second_moment[2] -= 2.0 * (0.0625 + 0.5);
+        let floor = 0.01;
+        let (st, raised) = standardizer_from_sums(&sums, 2, Some(floor));
+        // Feature 1 (variance 0) and feature 2 (negative) are raised; feature 0 (1.0) is not.
+        assert_eq!(raised, 2);
+        assert!((st.std[0] - (1.0 + VARIANCE_EPS).sqrt()).abs() < 1e-15);
+        for j in [1, 2] {
+            assert!((st.std[j] - (floor + VARIANCE_EPS).sqrt()).abs() < 1e-15);
+        }
+        assert_eq!(st.mean[1], 2.0);
+        assert!((st.mean[2] - 5.25).abs() < 1e-15);
+        // Without the floor both are dropped, and feature 0 is standardised the same way.
+        let (plain, dropped) = standardizer_from_sums(&sums, 2, None);
+        assert_eq!(dropped, 2);
+        assert_eq!(plain.std[0], st.std[0]);
+        assert!(plain.std[1].is_infinite() && plain.std[2].is_infinite());
     }
 
     #[test]

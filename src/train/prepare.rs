@@ -500,11 +500,12 @@ fn private_standardizer(
         })?;
     }
     let groups = sums.mean.len();
-    let (standardizer, dropped) = moments::standardizer_from_sums(&sums, train.len());
-    let dropped = if dropped > 0 {
-        format!("; {dropped} with a released variance <= 0 set to 0")
-    } else {
-        String::new()
+    let (standardizer, dropped) =
+        moments::standardizer_from_sums(&sums, train.len(), ps.variance_floor);
+    let dropped = match (dropped, ps.variance_floor) {
+        (0, _) => String::new(),
+        (k, None) => format!("; {k} with a released variance <= 0 set to 0"),
+        (k, Some(floor)) => format!("; {k} with a released variance below {floor} raised to it"),
     };
     let note = format!(
         "private standardisation: the means and second moments of {groups} {} released with noise multiplier {} (2 Gaussian events at the head of every seed's ledger){dropped}",

@@ -71,6 +71,10 @@ pub struct PrivateStandardization {
     /// `data.standardize_seed`: the seed of the release's noise stream (one release per
     /// experiment, whatever its `experiment.seeds`).
     pub seed: u64,
+    /// `data.standardize_variance_floor`: when set, a released variance below it is raised to it
+    /// and no group is dropped (post-processing of the release); unset, a group whose released
+    /// variance is ≤ 0 is set to 0, as in the paper's code.
+    pub variance_floor: Option<f64>,
 }
 
 /// Default `data.scattering_j` (Oyallon & Mallat 2015; Tramèr & Boneh 2021).
@@ -339,6 +343,17 @@ impl Checker<'_> {
                     0,
                     i64::MAX,
                 )?,
+                variance_floor: d
+                    .standardize_variance_floor
+                    .map(|v| {
+                        self.float(
+                            "data.standardize_variance_floor",
+                            v,
+                            "a finite number ≥ 0",
+                            |x| x >= 0.0,
+                        )
+                    })
+                    .transpose()?,
             })
         } else {
             let why = || "only used with data.standardize = \"private\"".to_string();
@@ -358,6 +373,11 @@ impl Checker<'_> {
                 why,
             )?;
             self.absent("data.standardize_seed", &d.standardize_seed, why)?;
+            self.absent(
+                "data.standardize_variance_floor",
+                &d.standardize_variance_floor,
+                why,
+            )?;
             None
         };
         let allow_nonprivate_statistics = d.allow_nonprivate_statistics.unwrap_or(false);
