@@ -1,11 +1,17 @@
 #!/usr/bin/env python3
 """Time Google's dp_accounting PLDAccountant on the cases dpx's PLD accountant is measured on.
 
-Run by hand only; dpx never depends on Python. Install dp_accounting outside the repository:
+Run by hand only; dpx never depends on Python. When dp_accounting cannot be imported, the script
+installs it from PyPI into its own virtual environment (under $XDG_CACHE_HOME/dpx, else
+~/.cache/dpx) and re-runs itself there:
 
-    python3 -m venv "$HOME/dpacc-env" && "$HOME/dpacc-env/bin/pip" install dp-accounting
-    "$HOME/dpacc-env/bin/python" scripts/compare_pld.py            # all cases
-    "$HOME/dpacc-env/bin/python" scripts/compare_pld.py target     # one case by name
+    python3 scripts/compare_pld.py                     # all cases
+    python3 scripts/compare_pld.py target              # one case by name
+    python3 scripts/compare_pld.py --dpx target/release/dpx schedule200   # side by side
+
+With `--dpx BINARY` the heterogeneous-schedule cases (schedule*) are also run through
+`BINARY account --schedule ... --json` in the same process tree, one after the other, and both
+times are printed (CPU time of the child for dpx).
 
 Prints one line per case: name, epsilon (or delta), seconds (wall clock, construction +
 composition + conversion, single process) and cpu_seconds (process CPU time, steadier on a
@@ -18,11 +24,37 @@ Every case uses dp_accounting's defaults: add/remove neighbouring relation,
 value_discretization_interval = 1e-4, connect-the-dots discretisation.
 """
 
+import os
+import resource
+import subprocess
 import sys
+import tempfile
 import time
 
-import dp_accounting
-from dp_accounting.pld import pld_privacy_accountant
+
+def _ensure_dp_accounting():
+    """Import dp_accounting, installing it into a private venv (and re-executing) if needed."""
+    try:
+        import dp_accounting  # noqa: F401
+        return
+    except ImportError:
+        pass
+    if os.environ.get("DPX_COMPARE_PLD_VENV"):
+        sys.exit("dp_accounting is still missing after installing it; see the pip output above")
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    venv = os.path.join(cache, "dpx", "dp-accounting-env")
+    python = os.path.join(venv, "bin", "python")
+    if not os.path.exists(python):
+        subprocess.check_call([sys.executable, "-m", "venv", venv])
+        subprocess.check_call([python, "-m", "pip", "install", "--quiet", "dp-accounting"])
+    env = dict(os.environ, DPX_COMPARE_PLD_VENV="1")
+    os.execve(python, [python] + sys.argv, env)
+
+
+_ensure_dp_accounting()
+
+import dp_accounting  # noqa: E402
+from dp_accounting.pld import pld_privacy_accountant  # noqa: E402
 
 # name: (sample_rate, noise_multiplier, steps, delta); sources in tests/pld_reference.rs
 CASES = {
@@ -65,6 +97,57 @@ def _extra_cases():
     }
 
 
+# Heterogeneous schedules (tight accounting of long, changing schedules): every sigma distinct,
+# linear from lo to hi; q = 256/50000, delta = 1e-5. dp_accounting composes one step at a time
+# (about 0.15-0.25 s per distinct step), so schedule40000 takes hours there: ask for it by name.
+SCHEDULES = {
+    "schedule200": (256 / 50000, 0.8, 1.6, 200, 1e-5),
+    "schedule1000": (256 / 50000, 0.8, 2.8, 1000, 1e-5),
+    "schedule40000": (256 / 50000, 0.8, 2.8, 40000, 1e-5),
+}
+BY_NAME_ONLY = {"schedule40000"}
+
+
+def schedule_sigmas(lo, hi, n):
+    return [lo + (hi - lo) * i / (n - 1) for i in range(n)]
+
+
+def run_schedule(name, dpx):
+    q, lo, hi, n, delta = SCHEDULES[name]
+    sigmas = schedule_sigmas(lo, hi, n)
+    start, cpu = time.perf_counter(), time.process_time()
+    acc = pld_privacy_accountant.PLDAccountant()
+    for s in sigmas:
+        acc.compose(dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(s)))
+    eps = acc.get_epsilon(delta)
+    secs, cpu = time.perf_counter() - start, time.process_time() - cpu
+    print(f"{name:8s} dp_accounting q={q:.6g} sigma={lo}..{hi} steps={n} delta={delta:g} "
+          f"epsilon={eps:.10f} seconds={secs:.3f} cpu_seconds={cpu:.3f}", flush=True)
+    if dpx is None:
+        return
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+        f.write("\n".join(repr(s) for s in sigmas) + "\n")
+        path = f.name
+    try:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        out = subprocess.run(
+            [dpx, "account", "--accountant", "pld", "--schedule", path, "--sample-rate", repr(q),
+             "--delta", repr(delta), "--json"],
+            check=True, capture_output=True, text=True,
+        ).stdout
+        secs = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    finally:
+        os.unlink(path)
+    import json
+    dpx_eps = json.loads(out)["epsilon"]
+    dpx_cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    print(f"{name:8s} dpx           epsilon={dpx_eps:.10f} seconds={secs:.3f} "
+          f"cpu_seconds={dpx_cpu:.3f} (relative difference {dpx_eps / eps - 1:+.2e}; "
+          f"cpu ratio {cpu / max(dpx_cpu, 1e-9):.1f}x)", flush=True)
+
+
 def event(q, sigma, steps):
     inner = dp_accounting.GaussianDpEvent(sigma)
     if q < 1.0:
@@ -73,7 +156,18 @@ def event(q, sigma, steps):
 
 
 def main():
-    wanted = set(sys.argv[1:])
+    args = sys.argv[1:]
+    dpx = None
+    if "--dpx" in args:
+        i = args.index("--dpx")
+        if i + 1 >= len(args):
+            sys.exit("--dpx needs the path of a dpx binary")
+        dpx = args[i + 1]
+        del args[i:i + 2]
+    wanted = set(args)
+    for name in SCHEDULES:
+        if (wanted and name in wanted) or (not wanted and name not in BY_NAME_ONLY):
+            run_schedule(name, dpx)
     for name, (q, sigma, steps, delta) in CASES.items():
         if wanted and name not in wanted:
             continue

@@ -129,4 +129,8 @@ pub struct AccountSettings {
     /// fast. Default: exact.
     #[arg(long, value_name = "STEP")]
     pub rdp_sigma_grid: Option<f64>,
+    /// PLD only: when a plan has more than 256 distinct σ_t, round every σ_t DOWN to a geometric
+    /// grid of this relative step (conservative: ε can only grow); 0 = always exact.
+    #[arg(long, value_name = "STEP", default_value_t = crate::privacy::accountant::pld::DEFAULT_SIGMA_GRID)]
+    pub pld_sigma_grid: f64,
 }

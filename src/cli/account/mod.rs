@@ -152,12 +152,20 @@ pub fn run(args: AccountArgs) -> anyhow::Result<ExitCode> {
         pld_value_discretization_interval: args.settings.pld_interval,
         zcdp_conversion: args.settings.zcdp_conversion,
         rdp_sigma_grid: args.settings.rdp_sigma_grid,
+        pld_sigma_grid: (args.settings.pld_sigma_grid != 0.0)
+            .then_some(args.settings.pld_sigma_grid),
     };
     if let Some(step) = args.settings.rdp_sigma_grid
         && !(1e-9..=0.1).contains(&step)
     {
         return Err(bad_input!(
             "--rdp-sigma-grid {step}: must be a relative step between 1e-9 and 0.1"
+        ));
+    }
+    let pld_step = args.settings.pld_sigma_grid;
+    if pld_step != 0.0 && !(1e-9..=0.1).contains(&pld_step) {
+        return Err(bad_input!(
+            "--pld-sigma-grid {pld_step}: must be 0 (exact) or a relative step between 1e-9 and 0.1"
         ));
     }
     if plan.delta.is_none() && (args.all || args.accountant != AccountantKind::Pure) {

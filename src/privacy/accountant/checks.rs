@@ -1,6 +1,7 @@
 //! Checks and descriptions of events shared by the accountants (room: `privacy::accountant`):
 //! parameter ranges, the one-line description of an event in errors, and the effective noise
-//! multiplier of Gaussians composed on one batch.
+//! multiplier of Gaussians composed on one batch, and the geometric σ grid of the conservative
+//! approximations.
 
 use crate::privacy::accountant::AccountingError;
 use crate::privacy::event::DpEvent;
@@ -120,4 +121,22 @@ pub(crate) fn check_gaussians(event: &DpEvent) -> Result<(), AccountingError> {
         DpEvent::Laplace { scale } => check_scale(*scale),
         DpEvent::NoOp | DpEvent::NonPrivate => Ok(()),
     }
+}
+
+/// The largest grid point `(1 + step)^k ≤ sigma` (`ln_step = ln(1 + step)`), for σ > 0 finite:
+/// the conservative σ grids of the RDP and PLD accountants (a smaller σ never lowers ε).
+pub(crate) fn round_down_to_grid(sigma: f64, ln_step: f64) -> f64 {
+    if !(sigma.is_finite() && sigma > 0.0) {
+        return sigma;
+    }
+    let mut k = (sigma.ln() / ln_step).floor();
+    // exp/ln rounding may land one point off either way: settle on the largest k with
+    // exp(k·ln_step) ≤ σ (so a grid point maps to itself).
+    while (k * ln_step).exp() > sigma {
+        k -= 1.0;
+    }
+    while ((k + 1.0) * ln_step).exp() <= sigma {
+        k += 1.0;
+    }
+    (k * ln_step).exp()
 }

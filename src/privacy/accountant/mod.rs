@@ -64,6 +64,11 @@ pub struct AccountantOptions {
     /// σ rounded down to a geometric grid of this relative step
     /// ([`rdp::RdpAccountant::with_sigma_grid`]); `None` (default) is exact.
     pub rdp_sigma_grid: Option<f64>,
+    /// The PLD accountant's σ grid for compositions of more than
+    /// [`pld::EXACT_DISTINCT_LIMIT`] distinct noise multipliers
+    /// ([`pld::PldAccountant::with_sigma_grid`]; default [`pld::DEFAULT_SIGMA_GRID`]); `None`
+    /// is always exact.
+    pub pld_sigma_grid: Option<f64>,
 }
 
 impl Default for AccountantOptions {
@@ -75,6 +80,7 @@ impl Default for AccountantOptions {
             pld_value_discretization_interval: 1e-4,
             zcdp_conversion: ZcdpConversion::Tight,
             rdp_sigma_grid: None,
+            pld_sigma_grid: Some(pld::DEFAULT_SIGMA_GRID),
         }
     }
 }
@@ -108,7 +114,10 @@ pub fn new_accountant(
                     expected: "a positive number",
                 });
             }
-            Box::new(pld::PldAccountant::new(options.relation, interval))
+            Box::new(
+                pld::PldAccountant::new(options.relation, interval)
+                    .with_sigma_grid(options.pld_sigma_grid)?,
+            )
         }
         AccountantKind::Zcdp => Box::new(zcdp::ZcdpAccountant::new(
             options.relation,

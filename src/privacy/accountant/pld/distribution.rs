@@ -209,6 +209,24 @@ impl PrivacyLossDistribution {
         Ok(Self { remove, add })
     }
 
+    /// The PLD of `count` runs of each distribution of `parts` (one grid, at least one part with
+    /// a positive count), each direction composed in one pass ([`DiscretePmf::compose_many`]).
+    pub fn compose_many(
+        parts: &[(&PrivacyLossDistribution, u64)],
+        tail_mass_truncation: f64,
+    ) -> Result<Self, AccountingError> {
+        let remove: Vec<(&DiscretePmf, u64)> = parts.iter().map(|&(p, k)| (&p.remove, k)).collect();
+        let remove = DiscretePmf::compose_many(&remove, tail_mass_truncation)?;
+        let add = if parts.iter().all(|(p, _)| p.is_symmetric()) {
+            None
+        } else {
+            let add: Vec<(&DiscretePmf, u64)> =
+                parts.iter().map(|&(p, k)| (p.pmf_add(), k)).collect();
+            Some(DiscretePmf::compose_many(&add, tail_mass_truncation)?)
+        };
+        Ok(Self { remove, add })
+    }
+
     /// The PLD of `count` runs of this mechanism.
     pub fn self_compose(
         &self,

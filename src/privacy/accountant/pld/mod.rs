@@ -39,9 +39,12 @@
 
 pub mod accountant;
 pub mod distribution;
+mod fourier;
 pub mod mechanism;
 pub mod pmf;
 
-pub use accountant::{DEFAULT_VALUE_DISCRETIZATION_INTERVAL, PldAccountant};
+pub use accountant::{
+    DEFAULT_SIGMA_GRID, DEFAULT_VALUE_DISCRETIZATION_INTERVAL, EXACT_DISTINCT_LIMIT, PldAccountant,
+};
 pub use distribution::PrivacyLossDistribution;
 pub use pmf::DiscretePmf;

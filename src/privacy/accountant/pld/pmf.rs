@@ -15,21 +15,12 @@
 //!
 //! Must not: know mechanisms or events. All maths is f64.
 
-use rustfft::FftPlanner;
-use rustfft::num_complex::Complex64;
-
+use super::fourier::{compose_many, convolve, self_compose_packed};
 use crate::privacy::accountant::AccountingError;
 
 /// The largest grid (points) any PMF or FFT buffer may have: 2^25 points (256 MiB of f64,
 /// twice that as complex). Beyond it the caller must use a coarser interval.
 pub const MAX_SUPPORT: usize = 1 << 25;
-
-/// Below this many multiply-adds, convolve directly rather than by FFT.
-const DIRECT_CONVOLUTION_WORK: usize = 1 << 15;
-
-/// A transform coefficient whose T-th power is below e^{−46} ≈ 1e−20 is set to zero: each output
-/// bin moves by at most 1e−20 (inverse DFT normalised by 1/L).
-const LOG_NEGLIGIBLE_COEFFICIENT: f64 = -46.0;
 
 /// A discretised privacy-loss distribution: mass `probs[i]` at loss `(lower + i)·interval`,
 /// and `infinity_mass` at +∞.
@@ -191,6 +182,21 @@ impl DiscretePmf {
         Ok(out.remove(0))
     }
 
+    /// The PLD of `count` independent runs of each PMF of `parts` (one grid, at least one part
+    /// with a positive count), in one pass in the Fourier domain with a single tail truncation of
+    /// mass ≤ `tail_mass_truncation` (the window of the whole sum; see `fourier::compose_many`).
+    pub fn compose_many(
+        parts: &[(&DiscretePmf, u64)],
+        tail_mass_truncation: f64,
+    ) -> Result<DiscretePmf, AccountingError> {
+        if let Some((first, _)) = parts.first() {
+            for (p, _) in parts {
+                check_same_interval(first.interval, p.interval)?;
+            }
+        }
+        compose_many(parts, tail_mass_truncation)
+    }
+
     /// [`DiscretePmf::self_compose`] of two PMFs at once: one complex FFT carries both real
     /// sequences (a + i·b), halving the transforms. Used for the remove/add pair.
     pub fn self_compose_pair(
@@ -270,112 +276,6 @@ impl DiscretePmf {
     }
 }
 
-/// The window, grid offset and infinity mass of a T-fold self-composition.
-struct Window {
-    lo: i128,
-    out_len: usize,
-    lower: i64,
-    infinity_mass: f64,
-}
-
-fn window(pmf: &DiscretePmf, count: u64, tau: f64) -> Result<Window, AccountingError> {
-    let t = count as f64;
-    let infinity_mass = (tau - (t * (-pmf.infinity_mass).ln_1p()).exp_m1()).clamp(0.0, 1.0);
-    let (lo, hi) = self_convolution_bounds(&pmf.probs, count, tau);
-    let out_len = usize::try_from(hi - lo + 1).map_err(|_| too_large(usize::MAX))?;
-    if out_len > MAX_SUPPORT {
-        return Err(too_large(out_len));
-    }
-    let lower = to_i64((pmf.lower as i128) * (count as i128) + lo)?;
-    Ok(Window {
-        lo,
-        out_len,
-        lower,
-        infinity_mass,
-    })
-}
-
-/// T-fold self-composition of one or two PMFs (same grid) with a single forward and a single
-/// inverse complex FFT: the first sequence rides on the real part, the second on the imaginary
-/// part; their spectra are separated by Hermitian symmetry,
-/// A[k] = (X[k] + X̄[L−k])/2, B[k] = (X[k] − X̄[L−k])/(2i), raised to the power T, and
-/// recombined as A^T + i·B^T so that the inverse gives a^{*T} in the real and b^{*T} in the
-/// imaginary part.
-fn self_compose_packed(
-    pmfs: &[&DiscretePmf],
-    count: u64,
-    tau: f64,
-) -> Result<Vec<DiscretePmf>, AccountingError> {
-    if count == 0 {
-        return Ok(pmfs
-            .iter()
-            .map(|p| DiscretePmf::identity(p.interval))
-            .collect());
-    }
-    if count == 1 {
-        return Ok(pmfs.iter().map(|p| (*p).clone()).collect());
-    }
-    let t = count as f64;
-    let windows: Vec<Window> = pmfs
-        .iter()
-        .map(|p| window(p, count, tau))
-        .collect::<Result<_, _>>()?;
-    let widest = windows.iter().map(|w| w.out_len).max().unwrap_or(1);
-    let len = fast_len(widest);
-    let mut buf = vec![Complex64::new(0.0, 0.0); len];
-    for (which, pmf) in pmfs.iter().enumerate() {
-        for (i, &p) in pmf.probs.iter().enumerate() {
-            if which == 0 {
-                buf[i % len].re += p;
-            } else {
-                buf[i % len].im += p;
-            }
-        }
-    }
-    let fft = FftPlanner::<f64>::new().plan_fft_forward(len);
-    fft.process(&mut buf);
-    let min_norm_sqr = (2.0 * LOG_NEGLIGIBLE_COEFFICIENT / t).exp();
-    for k in 0..=len / 2 {
-        let j = (len - k) % len;
-        let xk = buf[k];
-        let xj = buf[j].conj();
-        let a = (xk + xj) * 0.5;
-        let ya = power(a, t, min_norm_sqr);
-        let yb = if pmfs.len() > 1 {
-            power((xk - xj) * Complex64::new(0.0, -0.5), t, min_norm_sqr)
-        } else {
-            Complex64::new(0.0, 0.0)
-        };
-        // Y[k] = A^T + i B^T and Y[L−k] = conj(A^T) + i conj(B^T); stored conjugated so that
-        // the forward plan computes the inverse: ifft(Y) = conj(fft(conj(Y)))/L.
-        buf[k] = Complex64::new(ya.re - yb.im, -(ya.im + yb.re));
-        buf[j] = Complex64::new(ya.re + yb.im, ya.im - yb.re);
-    }
-    fft.process(&mut buf);
-    let scale = 1.0 / len as f64;
-    Ok(pmfs
-        .iter()
-        .zip(&windows)
-        .enumerate()
-        .map(|(which, (pmf, w))| {
-            // the window starts at lo mod L and may wrap around the end of the buffer
-            let start = w.lo.rem_euclid(len as i128) as usize;
-            let first = (len - start).min(w.out_len);
-            let wrapped = &buf[..w.out_len - first];
-            let probs: Vec<f64> = buf[start..start + first]
-                .iter()
-                .chain(wrapped)
-                .map(|z| {
-                    // undo the conjugation of the inverse-by-forward trick
-                    let v = if which == 0 { z.re } else { -z.im };
-                    (v * scale).max(0.0)
-                })
-                .collect();
-            DiscretePmf::from_parts(pmf.interval, w.lower, probs, w.infinity_mass)
-        })
-        .collect())
-}
-
 fn check_same_interval(a: f64, b: f64) -> Result<(), AccountingError> {
     if a == b {
         Ok(())
@@ -386,88 +286,16 @@ fn check_same_interval(a: f64, b: f64) -> Result<(), AccountingError> {
     }
 }
 
-fn too_large(points: usize) -> AccountingError {
+pub(super) fn too_large(points: usize) -> AccountingError {
     AccountingError::Numerical(format!(
         "the privacy-loss distribution would need {points} grid points (limit {MAX_SUPPORT}); \
          use a larger value_discretization_interval"
     ))
 }
 
-fn to_i64(x: i128) -> Result<i64, AccountingError> {
+pub(super) fn to_i64(x: i128) -> Result<i64, AccountingError> {
     i64::try_from(x)
         .map_err(|_| AccountingError::Numerical(format!("privacy-loss grid index {x} overflows")))
-}
-
-/// z^t through the polar form, with coefficients below e^{−46} set to zero. `min_norm_sqr`
-/// = e^{2·(−46)/t} lets most coefficients be skipped before any logarithm.
-fn power(z: Complex64, t: f64, min_norm_sqr: f64) -> Complex64 {
-    let r2 = z.norm_sqr();
-    if r2 <= min_norm_sqr || r2 == 0.0 {
-        return Complex64::new(0.0, 0.0);
-    }
-    let log_mag = 0.5 * t * r2.ln();
-    if log_mag < LOG_NEGLIGIBLE_COEFFICIENT {
-        return Complex64::new(0.0, 0.0);
-    }
-    let angle = t * z.im.atan2(z.re);
-    let mag = log_mag.exp();
-    Complex64::new(mag * angle.cos(), mag * angle.sin())
-}
-
-/// The smallest n ≥ `min` whose only prime factors are 2, 3 and 5 (fast for rustfft).
-pub fn fast_len(min: usize) -> usize {
-    let min = min.max(1);
-    let mut best = min.next_power_of_two();
-    let mut p5 = 1usize;
-    while p5 < best {
-        let mut p35 = p5;
-        while p35 < best {
-            let mut n = p35;
-            while n < min {
-                n *= 2;
-            }
-            best = best.min(n);
-            p35 *= 3;
-        }
-        p5 *= 5;
-    }
-    best
-}
-
-/// The linear convolution of `a` and `b`, negatives from rounding clamped to 0.
-fn convolve(a: &[f64], b: &[f64]) -> Vec<f64> {
-    let out_len = a.len() + b.len() - 1;
-    if a.len().saturating_mul(b.len()) <= DIRECT_CONVOLUTION_WORK || a.len().min(b.len()) <= 64 {
-        let mut out = vec![0.0; out_len];
-        for (i, &x) in a.iter().enumerate() {
-            for (j, &y) in b.iter().enumerate() {
-                out[i + j] += x * y;
-            }
-        }
-        return out;
-    }
-    let len = fast_len(out_len);
-    let mut fa = vec![Complex64::new(0.0, 0.0); len];
-    let mut fb = vec![Complex64::new(0.0, 0.0); len];
-    for (dst, &x) in fa.iter_mut().zip(a) {
-        dst.re = x;
-    }
-    for (dst, &x) in fb.iter_mut().zip(b) {
-        dst.re = x;
-    }
-    let fft = FftPlanner::<f64>::new().plan_fft_forward(len);
-    fft.process(&mut fa);
-    fft.process(&mut fb);
-    // inverse by the forward plan: ifft(Y) = conj(fft(conj(Y)))/L; only the real part is read
-    for (x, y) in fa.iter_mut().zip(&fb) {
-        *x = (*x * *y).conj();
-    }
-    fft.process(&mut fa);
-    let scale = 1.0 / len as f64;
-    fa[..out_len]
-        .iter()
-        .map(|z| (z.re * scale).max(0.0))
-        .collect()
 }
 
 /// Cut the longest prefix and suffix of mass ≤ τ/2 each. Returns (prefix length, kept
@@ -502,158 +330,12 @@ fn prefix_within<'a>(values: impl Iterator<Item = &'a f64>, limit: f64) -> usize
     }
     k
 }
-
-/// Window [lo, hi] (indices of the T-fold sum, relative to T·lower) outside which each tail of
-/// the T-fold convolution of `probs` has mass ≤ τ/2, by Chernoff bounds; the trivial window
-/// [0, (n − 1)T] when τ = 0.
-fn self_convolution_bounds(probs: &[f64], count: u64, tail_mass_truncation: f64) -> (i128, i128) {
-    let n = probs.len();
-    let t = count as f64;
-    let mut lo: i128 = 0;
-    let mut hi: i128 = (n as i128 - 1) * count as i128;
-    if tail_mass_truncation <= 0.0 {
-        return (lo, hi);
-    }
-    let mass: f64 = probs.iter().sum();
-    if mass <= 0.0 {
-        return (lo, hi);
-    }
-    let mean = probs
-        .iter()
-        .enumerate()
-        .map(|(i, &p)| i as f64 * p)
-        .sum::<f64>()
-        / mass;
-    let var = probs
-        .iter()
-        .enumerate()
-        .map(|(i, &p)| (i as f64 - mean).powi(2) * p)
-        .sum::<f64>()
-        / mass;
-    let log_2_over_tau = (2.0 / tail_mass_truncation).ln();
-    let sd_t = (t * var).sqrt().max(1e-3);
-    let lambda_star = (2.0 * log_2_over_tau).sqrt() / sd_t;
-    // a(λ) = (T K(λ) + ln(2/τ))/λ is quasi-convex in λ > 0 (its sublevel sets are those of the
-    // convex T K(λ) − aλ + ln(2/τ)), so a golden-section search on ln λ finds its minimum; any
-    // λ gives a valid bound, so an inexact minimum only widens the window.
-    let upper_bound = |lambda: f64| (t * log_mgf(probs, lambda) + log_2_over_tau) / lambda;
-    let lower_bound = |lambda: f64| (t * log_mgf(probs, -lambda) + log_2_over_tau) / lambda;
-    // Search λ from well below the Gaussian optimum (heavy, thin tails such as a subsampled
-    // mechanism at tiny q want λ ~ 1/n, as in dp_accounting's orders k/n) to well above it.
-    let n_f = n as f64;
-    let log_lo = (lambda_star * (-4.0f64).exp()).min(0.5 / n_f).ln();
-    let log_hi = (lambda_star * 3.0f64.exp()).max(20.0 / n_f).ln();
-    let a = golden_min(|u| upper_bound(u.exp()), log_lo, log_hi);
-    if a.is_finite() {
-        hi = hi.min(a.ceil() as i128 + 1);
-    }
-    let b = golden_min(|u| lower_bound(u.exp()), log_lo, log_hi);
-    if b.is_finite() {
-        lo = lo.max((-b).floor() as i128 - 1);
-    }
-    if hi < lo {
-        // Only possible through rounding when the mass is tiny; fall back to the full range.
-        return (0, (n as i128 - 1) * count as i128);
-    }
-    (lo, hi)
-}
-
-/// The smallest value of `f` found by golden-section search on [lo, hi] (18 steps, plus both
-/// ends), ignoring non-finite values.
-fn golden_min(f: impl Fn(f64) -> f64, lo: f64, hi: f64) -> f64 {
-    let ratio = (5f64.sqrt() - 1.0) / 2.0;
-    let (mut a, mut b) = (lo, hi);
-    let finite = |v: f64| if v.is_finite() { v } else { f64::INFINITY };
-    let mut best = finite(f(lo)).min(finite(f(hi)));
-    let mut c = b - ratio * (b - a);
-    let mut d = a + ratio * (b - a);
-    let (mut fc, mut fd) = (finite(f(c)), finite(f(d)));
-    for _ in 0..18 {
-        best = best.min(fc).min(fd);
-        if fc <= fd {
-            b = d;
-            d = c;
-            fd = fc;
-            c = b - ratio * (b - a);
-            fc = finite(f(c));
-        } else {
-            a = c;
-            c = d;
-            fc = fd;
-            d = a + ratio * (b - a);
-            fd = finite(f(d));
-        }
-    }
-    best.min(fc).min(fd)
-}
-
-/// ln Σ_i p_i e^{λ i}, in blocks of B = min(4096, ⌊200/|λ|⌋) points: within a block the
-/// weights e^{λ j} ≤ e^{200} are precomputed (by recurrence, re-anchored with an exact `exp`
-/// every 64 points), across blocks a running log-sum-exp. The bound built on it tolerates the
-/// ~1e−13 relative error (the window gets a one-point margin on each side).
-fn log_mgf(probs: &[f64], lambda: f64) -> f64 {
-    let block = ((200.0 / lambda.abs()).floor() as usize).clamp(1, 4096);
-    let step = lambda.exp();
-    let mut weights = Vec::with_capacity(block);
-    let mut w = 1.0f64;
-    for j in 0..block {
-        if j % 64 == 0 {
-            w = (lambda * j as f64).exp();
-        }
-        weights.push(w);
-        w *= step;
-    }
-    let mut acc = f64::NEG_INFINITY;
-    for (b, chunk) in probs.chunks(block).enumerate() {
-        let s = dot(chunk, &weights[..chunk.len()]);
-        if s > 0.0 {
-            let term = lambda * (b * block) as f64 + s.ln();
-            acc = crate::privacy::special::log_add_exp(acc, term);
-        }
-    }
-    acc
-}
-
-/// Σ a_i b_i with four partial sums (lets the compiler vectorise).
-fn dot(a: &[f64], b: &[f64]) -> f64 {
-    let mut acc = [0.0f64; 4];
-    let (a4, a_rest) = a.split_at(a.len() - a.len() % 4);
-    let (b4, b_rest) = b.split_at(a4.len());
-    for (x, y) in a4.chunks_exact(4).zip(b4.chunks_exact(4)) {
-        for k in 0..4 {
-            acc[k] += x[k] * y[k];
-        }
-    }
-    let rest: f64 = a_rest.iter().zip(b_rest).map(|(x, y)| x * y).sum();
-    (acc[0] + acc[1]) + (acc[2] + acc[3]) + rest
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn pmf(lower: i64, probs: &[f64], inf: f64) -> DiscretePmf {
         DiscretePmf::from_parts(0.1, lower, probs.to_vec(), inf)
-    }
-
-    #[test]
-    fn fast_len_is_smooth_and_minimal() {
-        assert_eq!(fast_len(1), 1);
-        assert_eq!(fast_len(7), 8);
-        assert_eq!(fast_len(11), 12);
-        assert_eq!(fast_len(1001), 1024);
-        assert_eq!(fast_len(246_802), 248_832); // 2^10·3^5
-        for n in [17usize, 97, 1000, 12345] {
-            let l = fast_len(n);
-            let mut m = l;
-            for p in [2, 3, 5] {
-                while m.is_multiple_of(p) {
-                    m /= p;
-                }
-            }
-            assert_eq!(m, 1, "{l}");
-            assert!(l >= n);
-        }
     }
 
     #[test]
@@ -668,26 +350,6 @@ mod tests {
             assert!((x - y).abs() < 1e-15, "{x} vs {y}");
         }
         assert!((c.infinity_mass() - 0.1).abs() < 1e-15);
-    }
-
-    #[test]
-    fn fft_convolution_matches_direct() {
-        let a: Vec<f64> = (0..400)
-            .map(|i| ((i * 37 % 101) as f64) / 20_000.0)
-            .collect();
-        let b: Vec<f64> = (0..300)
-            .map(|i| ((i * 53 % 89) as f64) / 13_000.0)
-            .collect();
-        let fft = convolve(&a, &b);
-        let mut direct = vec![0.0; a.len() + b.len() - 1];
-        for (i, x) in a.iter().enumerate() {
-            for (j, y) in b.iter().enumerate() {
-                direct[i + j] += x * y;
-            }
-        }
-        for (x, y) in fft.iter().zip(&direct) {
-            assert!((x - y).abs() < 1e-15, "{x} {y}");
-        }
     }
 
     #[test]

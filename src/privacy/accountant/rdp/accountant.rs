@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use super::*;
 use crate::privacy::accountant::checks::{
     check_gaussians, check_noise_multiplier, check_rate, check_scale, describe,
-    effective_gaussian_noise_multiplier,
+    effective_gaussian_noise_multiplier, round_down_to_grid,
 };
 use crate::privacy::accountant::{
     Accountant, AccountantKind, AccountingError, PrivacyReport, RdpConversion,

@@ -122,23 +122,6 @@ impl RdpKernel {
     }
 }
 
-/// The largest grid point `(1 + step)^k ≤ sigma` (`ln_step = ln(1 + step)`), for σ > 0 finite.
-pub(super) fn round_down_to_grid(sigma: f64, ln_step: f64) -> f64 {
-    if !(sigma.is_finite() && sigma > 0.0) {
-        return sigma;
-    }
-    let mut k = (sigma.ln() / ln_step).floor();
-    // exp/ln rounding may land one point off either way: settle on the largest k with
-    // exp(k·ln_step) ≤ σ (so a grid point maps to itself).
-    while (k * ln_step).exp() > sigma {
-        k -= 1.0;
-    }
-    while ((k + 1.0) * ln_step).exp() <= sigma {
-        k += 1.0;
-    }
-    (k * ln_step).exp()
-}
-
 /// A hashable identity of a kernel (its variant and parameters' bits).
 pub(super) fn kernel_key(kernel: &RdpKernel) -> [u64; 3] {
     match *kernel {

@@ -2,6 +2,7 @@
 //! `privacy::accountant::rdp`).
 
 use super::*;
+use crate::privacy::accountant::checks::round_down_to_grid;
 use crate::privacy::accountant::{Accountant, RdpConversion};
 use crate::privacy::event::{DpEvent, NeighbouringRelation};
 use crate::privacy::special::{alternating_sum, erfcx, ln_binom, log_sum_exp};
