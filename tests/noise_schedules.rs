@@ -276,8 +276,8 @@ fn adp_scale_invariance_gives_bit_identical_runs() {
     // noise std sigma*C on the sum is the same for (C = 4, eps_bar = 1.6) and (C = 1,
     // eps_bar = 0.4). With clipping inactive (max_norm 0.1 and a binary logistic model keep every
     // per-sample gradient norm below 1) the clipped sums are equal too, so the runs are the same
-    // bit for bit. Calibration brackets from 1 by powers of two and the paper's epsilon scales
-    // exactly with 1/z, so the two calibrated scales differ by exactly 4.
+    // bit for bit. Calibration brackets from 1 by powers of two, interpolates in ratios, and the
+    // paper's epsilon scales exactly with 1/z, so the two calibrated scales differ by exactly 4.
     let run = |clip: f64, eps: f64| {
         let text = config(
             400,

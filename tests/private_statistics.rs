@@ -219,12 +219,19 @@ fn images_are_standardised_per_channel() {
     let big_floor = load(
         "standardize = \"private\"\nstandardize_noise_multiplier = 1e-9\nstandardize_mean_clip_norm = 1e3\nstandardize_second_moment_clip_norm = 1e3\nstandardize_variance_floor = 100.0",
     );
-    assert!(big_floor.notes.iter().any(|n| n.contains("raised to it")), "{:?}", big_floor.notes);
+    assert!(
+        big_floor.notes.iter().any(|n| n.contains("raised to it")),
+        "{:?}",
+        big_floor.notes
+    );
     let (a, b) = (&big_floor.train.features, &private.train.features);
     let ratio = a[[0, 0]] / b[[0, 0]];
     assert!(ratio > 0.0 && ratio < 1.0, "{ratio}");
     for (x, y) in a.iter().zip(b.iter()) {
-        assert!((x - ratio * y).abs() < 1e-4 * (1.0 + y.abs()), "{x} vs {ratio}·{y}");
+        assert!(
+            (x - ratio * y).abs() < 1e-4 * (1.0 + y.abs()),
+            "{x} vs {ratio}·{y}"
+        );
     }
 }
 

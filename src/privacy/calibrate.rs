@@ -10,7 +10,9 @@
 //! scale) and non-decreasing in the number of steps. Bracket by doubling, then bisect: for a noise
 //! parameter until (hi − lo) ≤ 1e-6·hi (the issue asks for 1e-4 or better), returning `hi`, the
 //! conservative end (ε(hi) ≤ target was computed, never assumed); for steps, the largest integer
-//! with ε ≤ target. Each evaluation uses a fresh accountant from the factory.
+//! with ε ≤ target. Each evaluation uses a fresh accountant from the factory. The noise search
+//! interpolates the crossing before it bisects (safeguarded: see [`calibrate_decreasing`]), so a
+//! tight accountant on a long schedule is evaluated about 8-10 times, not 20-25.
 
 use crate::privacy::accountant::{Accountant, AccountingError, PrivacyReport};
 use crate::privacy::event::DpEvent;
@@ -133,10 +135,12 @@ pub fn calibrate_decreasing(
     };
     let within = |r: &PrivacyReport| r.epsilon <= target.epsilon;
 
-    // Bracket: `hi` meets the target, `lo` does not (or is tiny).
+    // Bracket: `hi` meets the target, `lo` does not (or is tiny); ε at both ends is kept for the
+    // interpolation below.
     let mut hi = 1.0f64;
     let mut hi_report = eval(hi)?;
     let mut lo;
+    let mut lo_epsilon;
     if within(&hi_report) {
         lo = hi;
         loop {
@@ -154,12 +158,14 @@ pub fn calibrate_decreasing(
                 hi = lo;
                 hi_report = r;
             } else {
+                lo_epsilon = r.epsilon;
                 break;
             }
         }
     } else {
         loop {
             lo = hi;
+            lo_epsilon = hi_report.epsilon;
             hi *= 2.0;
             if hi > MAX_NOISE_PARAMETER {
                 return Err(CalibrationError::Unreachable {
@@ -174,18 +180,65 @@ pub fn calibrate_decreasing(
                 hi_report = r;
                 break;
             }
+            hi_report = r;
         }
     }
-    // Bisect, keeping ε(hi) ≤ target.
-    while hi - lo > RELATIVE_TOLERANCE * hi {
-        let mid = 0.5 * (lo + hi);
-        let r = eval(mid)?;
-        if within(&r) {
-            hi = mid;
-            hi_report = r;
+    // Shrink the bracket, keeping ε(hi) ≤ target < ε(lo). Each round guesses the crossing g in
+    // (ln p, ln ε), where ε of DP-SGD is close to a power of σ: by the secant through the last two
+    // evaluations (after the first round these are a pair a quarter-tolerance either side of the
+    // last guess, so the secant is a Newton step), else by interpolating the bracket. It then
+    // evaluates just above g and just below it: when g is that accurate, those two close the
+    // bracket. After two rounds in a row that did not halve the bracket comes a bisection, so the
+    // search always ends (at worst about five evaluations per halving); in practice it takes 8-12
+    // evaluations where bisection alone (dp_accounting's `mechanism_calibration`, Opacus) takes
+    // about 22 at 1e-6.
+    let mut history: Vec<(f64, f64)> = Vec::new();
+    let mut stalled = 0;
+    let crossing = |(p1, e1): (f64, f64), (p2, e2): (f64, f64)| -> Option<f64> {
+        if p1 > 0.0 && p2 > 0.0 && e1 > 0.0 && e2 > 0.0 && e1.is_finite() && e2.is_finite() {
+            // In ratios only, so that a problem scaled by powers of two (p ↦ 2^j p with ε and the
+            // target ↦ 2^k ε) takes exactly the scaled steps, as bisection did (tests rely on it).
+            let slope = (e2 / e1).ln() / (p2 / p1).ln();
+            let g = p1 * ((target.epsilon / e1).ln() / slope).exp();
+            (slope < 0.0 && g.is_finite()).then_some(g)
         } else {
-            lo = mid;
+            None
         }
+    };
+    while hi - lo > RELATIVE_TOLERANCE * hi {
+        let width = hi - lo;
+        let inside = |g: &f64| *g > lo && *g < hi;
+        let guess = match history[..] {
+            [.., a, b] => crossing(a, b).filter(inside),
+            _ => None,
+        }
+        .or_else(|| crossing((lo, lo_epsilon), (hi, hi_report.epsilon)).filter(inside))
+        .unwrap_or(0.5 * (lo + hi));
+        let step = 0.25 * RELATIVE_TOLERANCE * hi;
+        let mid = 0.5 * (lo + hi);
+        // The bisection only after two rounds in a row that did not halve the bracket (a
+        // converging Newton step shrinks it from one side only, and needs no help).
+        let bisect = stalled >= 2;
+        for (k, p) in [guess + step, guess - step, mid].into_iter().enumerate() {
+            let done = hi - lo <= RELATIVE_TOLERANCE * hi;
+            if done || !(p > lo && p < hi) || (k == 2 && !bisect) {
+                continue;
+            }
+            let r = eval(p)?;
+            history.push((p, r.epsilon));
+            if within(&r) {
+                hi = p;
+                hi_report = r;
+            } else {
+                lo = p;
+                lo_epsilon = r.epsilon;
+            }
+        }
+        stalled = if bisect || hi - lo <= 0.5 * width {
+            0
+        } else {
+            stalled + 1
+        };
     }
     Ok(Calibration {
         value: hi,
@@ -318,6 +371,29 @@ mod tests {
         assert!(found.report.epsilon <= 2.0);
         let next = epsilon_of(&rdp(), &event(found.steps + 1), 1e-6).unwrap();
         assert!(next.epsilon > 2.0);
+    }
+
+    #[test]
+    fn the_noise_search_is_tight_and_needs_few_evaluations() {
+        for (q, steps, epsilon) in [(0.004, 10_000u64, 3.0), (0.1, 50, 0.5), (1.0, 3, 8.0)] {
+            let target = Target {
+                epsilon,
+                delta: 1e-5,
+            };
+            let event = |s: f64| dp_sgd_event(q, s, steps);
+            let found = calibrate_noise_multiplier(&rdp(), &event, target).unwrap();
+            assert!(found.report.epsilon <= epsilon);
+            // the answer is within the tolerance of the crossing: a little less noise fails
+            let below = found.value * (1.0 - 2.0 * RELATIVE_TOLERANCE);
+            let e = epsilon_of(&rdp(), &event(below), 1e-5).unwrap().epsilon;
+            assert!(e > epsilon, "{q} {steps}: {} is not tight", found.value);
+            // bisection alone needs about 20 evaluations after the bracket
+            assert!(
+                found.evaluations <= 14,
+                "{q} {steps}: {} evaluations",
+                found.evaluations
+            );
+        }
     }
 
     #[test]

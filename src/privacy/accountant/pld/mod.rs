@@ -6,8 +6,10 @@
 //!
 //! 1. [`mechanism`]: privacy-loss functions of the Gaussian and Laplace mechanisms and their
 //!    Poisson-subsampled forms, and their exact hockey-stick curves δ(ε).
-//! 2. [`pmf`]: a PLD discretised on a grid with a separate mass at +∞; FFT composition and
-//!    self-composition; δ(ε) and ε(δ); connect-the-dots construction.
+//! 2. [`pmf`]: a PLD discretised on a grid with a separate mass at +∞; δ(ε) and ε(δ);
+//!    connect-the-dots construction; composition, carried out by `fourier` (pairwise FFT
+//!    convolution, T-fold self-composition, and many distinct PMFs with counts in one pass under
+//!    one Chernoff window).
 //! 3. [`distribution`]: the remove/add pair and the factories (`from_gaussian`, `from_laplace`).
 //! 4. [`accountant`]: [`PldAccountant`], the thin adapter from [`crate::privacy::event::DpEvent`]s.
 //!
