@@ -140,3 +140,20 @@ pub(crate) fn round_down_to_grid(sigma: f64, ln_step: f64) -> f64 {
     }
     (k * ln_step).exp()
 }
+
+/// ln(1 + `relative_step`) of a conservative σ grid, after checking the step lies in
+/// [1e-9, 0.1] (`name` is the setting named in the error).
+pub(crate) fn sigma_grid_ln_step(
+    name: &'static str,
+    relative_step: f64,
+) -> Result<f64, AccountingError> {
+    if (1e-9..=0.1).contains(&relative_step) {
+        Ok(relative_step.ln_1p())
+    } else {
+        Err(AccountingError::InvalidParameter {
+            name,
+            value: relative_step,
+            expected: "a relative grid step in [1e-9, 0.1]",
+        })
+    }
+}

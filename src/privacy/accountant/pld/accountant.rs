@@ -14,7 +14,7 @@ use rayon::prelude::*;
 
 use super::distribution::{PrivacyLossDistribution, TAIL_MASS_TRUNCATION};
 use super::mechanism::Noise;
-use crate::privacy::accountant::checks::round_down_to_grid;
+use crate::privacy::accountant::checks::{round_down_to_grid, sigma_grid_ln_step};
 use crate::privacy::accountant::{Accountant, AccountantKind, AccountingError, PrivacyReport};
 use crate::privacy::event::{DpEvent, NeighbouringRelation};
 
@@ -167,18 +167,9 @@ impl PldAccountant {
     /// Thm 10). So δ(ε) can only grow. By how much: at most as if every σ were divided by
     /// (1 + step); docs/accounting.md gives the measured error.
     pub fn with_sigma_grid(mut self, relative_step: Option<f64>) -> Result<Self, AccountingError> {
-        if let Some(step) = relative_step {
-            if !(1e-9..=0.1).contains(&step) {
-                return Err(AccountingError::InvalidParameter {
-                    name: "pld_sigma_grid",
-                    value: step,
-                    expected: "a relative grid step in [1e-9, 0.1]",
-                });
-            }
-            self.sigma_grid = Some(step.ln_1p());
-        } else {
-            self.sigma_grid = None;
-        }
+        self.sigma_grid = relative_step
+            .map(|step| sigma_grid_ln_step("pld_sigma_grid", step))
+            .transpose()?;
         Ok(self)
     }
 

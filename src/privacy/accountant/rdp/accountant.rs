@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use super::*;
 use crate::privacy::accountant::checks::{
     check_gaussians, check_noise_multiplier, check_rate, check_scale, describe,
-    effective_gaussian_noise_multiplier, round_down_to_grid,
+    effective_gaussian_noise_multiplier, round_down_to_grid, sigma_grid_ln_step,
 };
 use crate::privacy::accountant::{
     Accountant, AccountantKind, AccountingError, PrivacyReport, RdpConversion,
@@ -120,14 +120,7 @@ impl RdpAccountant {
     /// RDP here is a bound, not a divergence) are unchanged. Must be set before composing;
     /// `relative_step` must lie in [1e-9, 0.1].
     pub fn with_sigma_grid(mut self, relative_step: f64) -> Result<Self, AccountingError> {
-        if !(1e-9..=0.1).contains(&relative_step) {
-            return Err(AccountingError::InvalidParameter {
-                name: "relative_step",
-                value: relative_step,
-                expected: "a relative grid step in [1e-9, 0.1]",
-            });
-        }
-        self.sigma_grid = Some(relative_step.ln_1p());
+        self.sigma_grid = Some(sigma_grid_ln_step("relative_step", relative_step)?);
         Ok(self)
     }
 
