@@ -93,11 +93,19 @@ fn an_examples_gradient_is_the_mean_of_its_views_gradients() {
         .norms();
     assert!((grads.norms()[0] - view_norms[0]).abs() > 1e-3 * view_norms[0]);
 
+    // After the norms, the weighted sum is a pass over the kept mean rows; before them (a fresh
+    // set of gradients, as a non-private step has), one product over the views' rows.
     let w = Array1::from(vec![0.3, 1.0, 0.7]);
     let sum = grads.weighted_sum(&w);
+    let fresh = model
+        .per_sample(params.view(), x.view(), &labels)
+        .unwrap()
+        .with_views(k)
+        .weighted_sum(&w);
     for j in (0..p).step_by(97) {
         let e: f64 = (0..b).map(|i| w[i] * oracle[[i, j]]).sum();
-        close(sum[j], e, "weighted sum");
+        close(sum[j], e, "weighted sum of the kept means");
+        close(fresh[j], e, "weighted sum by one product");
     }
     let gw = Array2::from_shape_fn((b, grads.groups().len()), |(i, g)| {
         0.1 + 0.2 * i as f64 + 0.05 * g as f64

@@ -21,7 +21,10 @@
 //! sensitivity of one example. Weighted sums expand the weights to the views (w_i / K on each of
 //! example i's rows: linear, one product). Norms of the mean are not the views' norms: each
 //! example's mean row is formed from the layers' per-example rows, one example per worker at a
-//! time (two `[P]` buffers per thread, never K·B·P floats), and its squares summed per group.
+//! time (one `[P]` scratch buffer per thread, never K·B·P floats), and its squares summed per
+//! group. The B mean rows (`[B, P]`, within [`CONV_CACHE_LIMIT_BYTES`]) are kept for the weighted
+//! sum that follows, which is then a pass over them, Σ_i w_i ḡ_i, instead of a second product over
+//! all K·B rows; the clipped sum is then made of exactly the vectors whose norms were taken.
 
 use std::ops::Range;
 use std::sync::OnceLock;
@@ -30,6 +33,7 @@ use ndarray::{Array1, Array2, Axis, s};
 use rayon::prelude::*;
 
 use super::layer::{LayerGradients, NormContext, Saved};
+use super::sums::toward_zero_f32;
 use crate::grad::{GradError, PerSampleGradients, check_materialize_budget};
 
 /// Memory allowed for keeping convolutions' per-example weight gradients between the norm pass
@@ -65,7 +69,7 @@ pub(crate) struct TrainableGradients<'a> {
 }
 
 /// Squared norms `[B, groups]` and what each trainable layer kept from the norm pass.
-type NormsAndCache = (Array2<f64>, Vec<Option<Saved>>);
+type NormsAndCache = (Array2<f64>, Vec<Option<Saved>>, Option<Array2<f32>>);
 
 /// The per-sample gradients of one batch (see the module doc), with per-example losses.
 pub struct BatchGradients<'a> {
@@ -80,8 +84,8 @@ pub struct BatchGradients<'a> {
     limit_bytes: u64,
     /// Squared per-example norms per group `[B, groups]`, computed on first use, and what each
     /// trainable layer's norm pass kept for the weighted sum that follows (per-example weight
-    /// gradients of convolutions within [`CONV_CACHE_LIMIT_BYTES`]), so that sum is a cheap pass
-    /// instead of a second product.
+    /// gradients of convolutions within [`CONV_CACHE_LIMIT_BYTES`]; with views, the examples'
+    /// mean rows `[B, P]` within it), so that sum is a cheap pass instead of a second product.
     squared: OnceLock<NormsAndCache>,
     conv_method: Option<ConvNormMethod>,
 }
@@ -167,23 +171,53 @@ impl<'a> BatchGradients<'a> {
         row.iter_mut().for_each(|r| *r /= k);
     }
 
-    /// Squared norms per group of the views' means, one example per worker.
-    fn mean_squared_norms(&self) -> Array2<f64> {
+    /// Squared norms per group of the views' means, one example per worker, and the mean rows
+    /// `[B, P]` themselves when they fit [`CONV_CACHE_LIMIT_BYTES`] (for the weighted sum).
+    fn mean_squared_norms(&self) -> (Array2<f64>, Option<Array2<f32>>) {
         let p = self.num_params;
-        let rows: Vec<Vec<f64>> = (0..self.batch)
-            .into_par_iter()
-            .map_init(
-                || (vec![0f32; p], vec![0f32; p]),
-                |(row, view), i| {
-                    self.mean_row(i, row, view);
-                    self.groups
-                        .iter()
-                        .map(|(_, r)| super::sums::sum_squares_slice(&row[r.clone()]))
-                        .collect()
-                },
-            )
-            .collect();
-        Array2::from_shape_fn((self.batch, self.groups.len()), |(i, g)| rows[i][g])
+        let keep = (self.batch as u64)
+            .saturating_mul(p as u64)
+            .saturating_mul(4)
+            <= CONV_CACHE_LIMIT_BYTES;
+        let norms_of = |row: &[f32]| -> Vec<f64> {
+            self.groups
+                .iter()
+                .map(|(_, r)| super::sums::sum_squares_slice(&row[r.clone()]))
+                .collect()
+        };
+        let (rows, kept): (Vec<Vec<f64>>, _) = if keep {
+            let mut kept = Array2::<f32>::zeros((self.batch, p));
+            let rows = kept
+                .axis_iter_mut(Axis(0))
+                .into_par_iter()
+                .enumerate()
+                .map_init(
+                    || vec![0f32; p],
+                    |view, (i, mut row)| {
+                        let Some(row) = row.as_slice_mut() else {
+                            unreachable!("rows of a fresh array are contiguous")
+                        };
+                        self.mean_row(i, row, view);
+                        norms_of(row)
+                    },
+                )
+                .collect();
+            (rows, Some(kept))
+        } else {
+            let rows = (0..self.batch)
+                .into_par_iter()
+                .map_init(
+                    || (vec![0f32; p], vec![0f32; p]),
+                    |(row, view), i| {
+                        self.mean_row(i, row, view);
+                        norms_of(row)
+                    },
+                )
+                .collect();
+            (rows, None)
+        };
+        let norms = Array2::from_shape_fn((self.batch, self.groups.len()), |(i, g)| rows[i][g]);
+        (norms, kept)
     }
 
     /// Σ_i g_i: the non-private batch gradient. Shape `[P]`.
@@ -206,10 +240,8 @@ impl<'a> BatchGradients<'a> {
     fn squared_and_cache(&self) -> &NormsAndCache {
         self.squared.get_or_init(|| {
             if self.views > 1 {
-                return (
-                    self.mean_squared_norms(),
-                    self.trainables.iter().map(|_| None).collect(),
-                );
+                let (norms, kept) = self.mean_squared_norms();
+                return (norms, self.trainables.iter().map(|_| None).collect(), kept);
             }
             let mut out = Array2::<f64>::zeros((self.batch, self.groups.len()));
             let mut ctx = NormContext {
@@ -224,12 +256,24 @@ impl<'a> BatchGradients<'a> {
                     t.gradients.squared_norms(&mut ctx, cols)
                 })
                 .collect();
-            (out, caches)
+            (out, caches, None)
         })
     }
 
     /// Σ_i Σ_k weights[i, k] g_i restricted to group k; `None` means all weights 1.
     fn combine(&self, weights: Option<&Array2<f64>>) -> Array1<f64> {
+        if let Some(means) = self.squared.get().and_then(|(_, _, kept)| kept.as_ref()) {
+            // With views and the norm pass done: a pass over the kept mean rows, group by group.
+            let mut out = Array1::<f64>::zeros(self.num_params);
+            for (g, (_, range)) in self.groups.iter().enumerate() {
+                let w: Vec<f32> = (0..self.batch)
+                    .map(|i| weights.map_or(1.0, |w| toward_zero_f32(w[[i, g]])))
+                    .collect();
+                let rows = means.slice(s![.., range.clone()]);
+                super::sums::weighted_rows_sum(&mut out, range, rows, &w);
+            }
+            return out;
+        }
         // With views, example i's weight goes to each of its rows over K (no cache is kept then).
         let spread;
         let weights = if self.views > 1 {
@@ -239,7 +283,7 @@ impl<'a> BatchGradients<'a> {
             weights
         };
         let mut out = Array1::<f64>::zeros(self.num_params);
-        let caches = self.squared.get().map(|(_, c)| c);
+        let caches = self.squared.get().map(|(_, c, _)| c);
         for (t, trainable) in self.trainables.iter().enumerate() {
             let w = weights.map(|w| w.slice(s![.., trainable.groups.clone()]));
             let cache = caches.and_then(|c| c[t].as_deref());

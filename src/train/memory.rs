@@ -100,7 +100,13 @@ pub fn estimate(exp: &Experiment, concurrent_seeds: usize) -> MemoryEstimate {
         .unwrap_or(0)
         .min(EVAL_CHUNK);
     let conv_cache = if views > 1 {
-        0
+        // The examples' mean rows, kept for the weighted sum when they fit the cache limit.
+        let means = mul(mul(examples, p), 4);
+        if means <= crate::model::per_sample::CONV_CACHE_LIMIT_BYTES {
+            means
+        } else {
+            0
+        }
     } else {
         mul(mul(batch, exp.model.conv_patch_lens() as u64), 4)
             .min(crate::model::per_sample::CONV_CACHE_LIMIT_BYTES)
