@@ -364,22 +364,9 @@ fn convolution_bounds(parts: &[(&[f64], u64)], tail_mass_truncation: f64) -> (i1
     }
     let mut var_t = 0.0;
     for &(probs, count) in parts {
-        let mass: f64 = probs.iter().sum();
-        if mass <= 0.0 {
+        let Some((_, _, var)) = moments(probs) else {
             return (lo, hi);
-        }
-        let mean = probs
-            .iter()
-            .enumerate()
-            .map(|(i, &p)| i as f64 * p)
-            .sum::<f64>()
-            / mass;
-        let var = probs
-            .iter()
-            .enumerate()
-            .map(|(i, &p)| (i as f64 - mean).powi(2) * p)
-            .sum::<f64>()
-            / mass;
+        };
         var_t += count as f64 * var;
     }
     let log_2_over_tau = (2.0 / tail_mass_truncation).ln();
@@ -442,6 +429,28 @@ fn convolution_bounds(parts: &[(&[f64], u64)], tail_mass_truncation: f64) -> (i1
     (lo, hi)
 }
 
+/// (mass, mean index, variance of the index) of the non-negative weights `probs`; `None` when
+/// they carry no mass.
+fn moments(probs: &[f64]) -> Option<(f64, f64, f64)> {
+    let mass: f64 = probs.iter().sum();
+    if mass <= 0.0 {
+        return None;
+    }
+    let mean = probs
+        .iter()
+        .enumerate()
+        .map(|(i, &p)| i as f64 * p)
+        .sum::<f64>()
+        / mass;
+    let var = probs
+        .iter()
+        .enumerate()
+        .map(|(i, &p)| (i as f64 - mean).powi(2) * p)
+        .sum::<f64>()
+        / mass;
+    Some((mass, mean, var))
+}
+
 /// The argument of the smallest value of `f` found by golden-section search on [lo, hi]
 /// (`iterations` steps, plus both ends), ignoring non-finite values (`lo` if none is finite).
 fn golden_argmin(f: impl Fn(f64) -> f64, lo: f64, hi: f64, iterations: usize) -> f64 {
@@ -497,24 +506,8 @@ impl BlockSummary {
             .chunks(Self::BLOCK)
             .enumerate()
             .filter_map(|(b, chunk)| {
-                let start = (b * Self::BLOCK) as f64;
-                let mass: f64 = chunk.iter().sum();
-                if mass <= 0.0 {
-                    return None;
-                }
-                let mean = chunk
-                    .iter()
-                    .enumerate()
-                    .map(|(j, &p)| j as f64 * p)
-                    .sum::<f64>()
-                    / mass;
-                let var = chunk
-                    .iter()
-                    .enumerate()
-                    .map(|(j, &p)| (j as f64 - mean).powi(2) * p)
-                    .sum::<f64>()
-                    / mass;
-                Some((mass.ln(), start + mean, var / 2.0))
+                let (mass, mean, var) = moments(chunk)?;
+                Some((mass.ln(), (b * Self::BLOCK) as f64 + mean, var / 2.0))
             })
             .collect();
         BlockSummary { blocks }
