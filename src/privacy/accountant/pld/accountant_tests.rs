@@ -317,7 +317,8 @@ proptest! {
         let mu = (steps as f64).sqrt() / sigma;
         let exact = gaussian_delta(mu, eps);
         let got = a.delta(eps).unwrap();
-        prop_assert!(got >= exact - 1e-12, "below exact: {} < {}", got, exact);
+        // Rounding: δ near 1 is a sum of ~1e5 masses of ~1e-16 relative error each.
+        prop_assert!(got >= exact - 1e-12 - 1e-11 * exact, "below exact: {} < {}", got, exact);
         prop_assert!(got <= exact * (1.0 + 1e-3) + 1e-10, "too loose: {} vs {}", got, exact);
     }
 

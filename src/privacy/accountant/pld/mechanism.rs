@@ -75,6 +75,15 @@ pub struct LossRange {
     pub epsilon_upper: f64,
 }
 
+/// One point of a hockey-stick curve: δ(ε) and the masses μ_upper(ℓ ≥ ε) and μ_lower(ℓ ≥ ε)
+/// it is made of (δ = upper_mass − e^ε·lower_mass).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CurvePoint {
+    pub delta: f64,
+    pub upper_mass: f64,
+    pub lower_mass: f64,
+}
+
 impl AdditiveNoiseLoss {
     /// A mechanism's privacy loss. Callers guarantee a positive finite noise parameter and
     /// `sample_rate` ∈ (0, 1]. Returns `None` for the one pair without a closed-form inverse
@@ -334,25 +343,52 @@ impl AdditiveNoiseLoss {
     /// The exact hockey-stick divergence δ(ε) = sup_S μ_upper(S) − e^ε μ_lower(S)
     /// (supplementary note, Observation 1), clamped to [0, 1].
     pub fn delta_for_epsilon(&self, epsilon: f64) -> f64 {
+        self.curve_point(epsilon).delta
+    }
+
+    /// δ(ε) with the two masses it is made of, from one evaluation of x_ε and the noise CDFs.
+    pub fn curve_point(&self, epsilon: f64) -> CurvePoint {
         let q = self.sample_rate;
+        let point = |delta: f64, upper_mass: f64, lower_mass: f64| CurvePoint {
+            delta,
+            upper_mass,
+            lower_mass,
+        };
         if epsilon == f64::INFINITY {
-            return 0.0;
+            return point(0.0, 0.0, 0.0);
         }
         if q < 1.0 {
             match self.adjacency {
-                // μ_lower ≥ (1 − q) μ_upper pointwise: δ = 0 for ε ≥ −ln(1 − q).
-                Adjacency::Add if epsilon >= -self.log_1m_q => return 0.0,
-                // μ_upper ≥ (1 − q) μ_lower pointwise: δ = 1 − e^ε for ε ≤ ln(1 − q).
-                Adjacency::Remove if epsilon <= self.log_1m_q => return -epsilon.exp_m1(),
+                // μ_lower ≥ (1 − q) μ_upper pointwise: δ = 0 for ε ≥ −ln(1 − q), and no loss
+                // reaches ε.
+                Adjacency::Add if epsilon >= -self.log_1m_q => return point(0.0, 0.0, 0.0),
+                // μ_upper ≥ (1 − q) μ_lower pointwise: δ = 1 − e^ε for ε ≤ ln(1 − q), and every
+                // loss is at least ε.
+                Adjacency::Remove if epsilon <= self.log_1m_q => {
+                    return point(-epsilon.exp_m1(), 1.0, 1.0);
+                }
                 _ => {}
             }
         }
-        let x = self.inverse_privacy_loss(epsilon);
+        let (x, exp_epsilon) = match (self.noise, self.adjacency) {
+            // The subsampled Gaussian's remove direction, the factories' hot path: x_ε and e^ε
+            // from one exponential. With y = e^{ln(1 − q) − ε} − 1 ∈ (−1, 0),
+            // ℓ₀ = ln(e^ε − (1 − q)) − ln q = ε + ln(−y) − ln q and e^ε = (1 − q)/(1 + y).
+            (Noise::Gaussian { .. }, Adjacency::Remove) if q < 1.0 && epsilon < 700.0 => {
+                let y = (self.log_1m_q - epsilon).exp_m1();
+                let l0 = epsilon + (-y).ln() - self.log_q;
+                (
+                    self.inverse_loss_unsampled_remove(l0),
+                    (1.0 - q) / (1.0 + y),
+                )
+            }
+            _ => (self.inverse_privacy_loss(epsilon), epsilon.exp()),
+        };
         // Fast path: both CDFs in linear space (each noise CDF evaluated once), valid while
         // μ_lower(X ≤ x) is a normal number and e^ε does not overflow.
         let (upper, lower) = self.cdfs(x);
         if lower > 1e-290 && epsilon < 700.0 {
-            return (upper - epsilon.exp() * lower).clamp(0.0, 1.0);
+            return point((upper - exp_epsilon * lower).clamp(0.0, 1.0), upper, lower);
         }
         let upper = self.mu_upper_cdf(x);
         let lower_log = self.mu_lower_log_cdf(x);
@@ -361,7 +397,7 @@ impl AdditiveNoiseLoss {
         } else {
             0.0
         };
-        delta.clamp(0.0, 1.0)
+        point(delta.clamp(0.0, 1.0), upper, lower_log.exp())
     }
 
     /// (P[X ≤ x] for X ~ μ_upper, P[X ≤ x] for X ~ μ_lower) in linear space.

@@ -94,6 +94,62 @@ impl DiscretePmf {
         Self::from_parts(interval, lower, probs, d[n - 1])
     }
 
+    /// Pessimistic connect-the-dots PMF on the grid `lower..=lower + n − 1` from δ_j = δ(ε_j) at
+    /// a subset of its points, `offsets` (strictly increasing, first 0, last n − 1), with mass
+    /// only at those points (Doroshenko et al. 2022, Algorithm 1, which allows any gaps). On
+    /// γ = e^ε the discrete PLD's δ is piecewise linear between the points, with slopes
+    /// s_j = (δ_{j+1} − δ_j)/(γ_{j+1} − γ_j); its masses are p_j = γ_j (s_j − s_{j−1}), i.e. with
+    /// gaps g_j = ε_{j+1} − ε_j:
+    ///
+    /// p_1 = 1 − δ_1 + (δ_2 − δ_1)/(e^{g_1} − 1),
+    /// p_j = (δ_{j+1} − δ_j)/(e^{g_j} − 1) + (δ_j − δ_{j−1})/(e^{−g_{j−1}} − 1),
+    /// p_n = (δ_n − δ_{n−1})/(e^{−g_{n−1}} − 1),  mass at +∞ = δ_n.
+    ///
+    /// δ(ε) is convex in e^ε, so the chords lie above it: an upper bound for every choice of
+    /// points (ibid., Theorem 3.2). With every grid point chosen this is
+    /// [`DiscretePmf::from_connect_the_dots`] (same bits).
+    pub fn from_connect_the_dots_at(
+        interval: f64,
+        lower: i64,
+        n: usize,
+        offsets: &[usize],
+        deltas: &[f64],
+    ) -> Self {
+        debug_assert_eq!(offsets.len(), deltas.len());
+        let m = deltas.len();
+        if m == n || m < 2 {
+            return Self::from_connect_the_dots(interval, lower, deltas);
+        }
+        let mut d: Vec<f64> = Vec::with_capacity(m);
+        let mut running = f64::INFINITY;
+        for &x in deltas {
+            running = running.min(x.clamp(0.0, 1.0));
+            d.push(running);
+        }
+        // (e^{g} − 1, e^{−g} − 1) of gap j; most gaps are one grid step.
+        let one_step = (interval.exp_m1(), (-interval).exp_m1());
+        let em1 = |j: usize| match offsets[j + 1] - offsets[j] {
+            1 => one_step,
+            k => {
+                let g = k as f64 * interval;
+                (g.exp_m1(), (-g).exp_m1())
+            }
+        };
+        let mut probs = vec![0.0; n];
+        let mut right = em1(0);
+        probs[offsets[0]] = 1.0 - d[0] + (d[1] - d[0]) / right.0;
+        for j in 1..m - 1 {
+            let left = right;
+            right = em1(j);
+            probs[offsets[j]] = (d[j + 1] - d[j]) / right.0 + (d[j] - d[j - 1]) / left.1;
+        }
+        probs[offsets[m - 1]] = (d[m - 1] - d[m - 2]) / right.1;
+        for p in &mut probs {
+            *p = p.max(0.0);
+        }
+        Self::from_parts(interval, lower, probs, d[m - 1])
+    }
+
     /// The grid step.
     pub fn interval(&self) -> f64 {
         self.interval
