@@ -437,8 +437,10 @@ mod tests {
             };
             let loss = AdditiveNoiseLoss::new(noise, q, Adjacency::Remove).unwrap();
             let curve = sparse_hockey_stick_curve(&loss, 1e-4).unwrap();
+            // Measured: 45% (σ = 0.8) and 29% (σ = 1.6) at q = 0.00512, 64% and 72% for the others.
+            let most = if q < 0.01 { 0.5 } else { 0.8 };
             assert!(
-                curve.offsets.len() * 10 < curve.n * 9,
+                (curve.offsets.len() as f64) < most * curve.n as f64,
                 "σ={sigma} q={q}: {} of {} points kept",
                 curve.offsets.len(),
                 curve.n
