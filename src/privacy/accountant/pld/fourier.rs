@@ -32,15 +32,18 @@ use crate::privacy::accountant::AccountingError;
 /// plan peaked at 4.3 GiB).
 const PLAN_CACHE: usize = 8;
 
+/// A planned forward transform of one length.
+type Plan = Arc<dyn Fft<f64>>;
+
 thread_local! {
     /// The most recently used plans of this thread, oldest first: planning a length again costs
     /// its twiddles (recomputing them at every composition cost a fifth of a heterogeneous
     /// schedule's accounting), and a composition asks for the same few lengths over and over.
-    static PLANS: RefCell<Vec<(usize, Arc<dyn Fft<f64>>)>> = const { RefCell::new(Vec::new()) };
+    static PLANS: RefCell<Vec<(usize, Plan)>> = const { RefCell::new(Vec::new()) };
 }
 
 /// The forward FFT of length `len`, from this thread's cache of recent plans.
-fn forward_plan(len: usize) -> Arc<dyn Fft<f64>> {
+fn forward_plan(len: usize) -> Plan {
     PLANS.with(|cell| {
         let mut plans = cell.borrow_mut();
         if let Some(i) = plans.iter().position(|(l, _)| *l == len) {
