@@ -24,7 +24,7 @@
 //!
 //! Must not: allocate grids, or decide which events are supported.
 
-use crate::privacy::special::{log_add_exp, log_normal_cdf, log_sub_exp, normal_cdf};
+use crate::privacy::special::{log_add_exp, log_normal_cdf, normal_cdf};
 
 /// Which pair of neighbouring output distributions a privacy loss describes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -238,10 +238,21 @@ impl AdditiveNoiseLoss {
     /// ln(1 + (e^ε − 1)/q) = ln(e^ε − (1 − q)) − ln q for q ∈ (0, 1), stable; −∞ when the
     /// argument of the logarithm is ≤ 0.
     fn log_one_plus_expm1_over_q(&self, epsilon: f64) -> f64 {
+        self.log_one_plus_expm1_over_q_and_exp(epsilon).0
+    }
+
+    /// [`Self::log_one_plus_expm1_over_q`] and e^ε from one exponential: with
+    /// y = e^{ln(1 − q) − ε} − 1 ∈ (−1, 0), ln(e^ε − (1 − q)) − ln q = ε + ln(−y) − ln q
+    /// (the operations of `log_sub_exp(ε, ln(1 − q)) − ln q`) and e^ε = (1 − q)/(1 + y).
+    fn log_one_plus_expm1_over_q_and_exp(&self, epsilon: f64) -> (f64, f64) {
         if epsilon <= self.log_1m_q {
-            return f64::NEG_INFINITY;
+            return (f64::NEG_INFINITY, epsilon.exp());
         }
-        log_sub_exp(epsilon, self.log_1m_q) - self.log_q
+        let y = (self.log_1m_q - epsilon).exp_m1();
+        (
+            epsilon + (-y).ln() - self.log_q,
+            (1.0 - self.sample_rate) / (1.0 + y),
+        )
     }
 
     /// The privacy loss ℓ(x) = ln(μ_upper(x)/μ_lower(x)); non-increasing in x.
@@ -370,17 +381,12 @@ impl AdditiveNoiseLoss {
                 _ => {}
             }
         }
-        let (x, exp_epsilon) = match (self.noise, self.adjacency) {
-            // The subsampled Gaussian's remove direction, the factories' hot path: x_ε and e^ε
-            // from one exponential. With y = e^{ln(1 − q) − ε} − 1 ∈ (−1, 0),
-            // ℓ₀ = ln(e^ε − (1 − q)) − ln q = ε + ln(−y) − ln q and e^ε = (1 − q)/(1 + y).
-            (Noise::Gaussian { .. }, Adjacency::Remove) if q < 1.0 && epsilon < 700.0 => {
-                let y = (self.log_1m_q - epsilon).exp_m1();
-                let l0 = epsilon + (-y).ln() - self.log_q;
-                (
-                    self.inverse_loss_unsampled_remove(l0),
-                    (1.0 - q) / (1.0 + y),
-                )
+        let (x, exp_epsilon) = match self.adjacency {
+            // The subsampled remove direction (the factories' hot path): x_ε as
+            // `inverse_privacy_loss` computes it, and e^ε from the same exponential.
+            Adjacency::Remove if q < 1.0 => {
+                let (l0, exp_epsilon) = self.log_one_plus_expm1_over_q_and_exp(epsilon);
+                (self.inverse_loss_unsampled_remove(l0), exp_epsilon)
             }
             _ => (self.inverse_privacy_loss(epsilon), epsilon.exp()),
         };

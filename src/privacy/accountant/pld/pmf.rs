@@ -70,13 +70,7 @@ impl DiscretePmf {
         if n == 0 {
             return Self::identity(interval);
         }
-        // δ is non-increasing in ε; remove rounding wiggles as dp_accounting does.
-        let mut d: Vec<f64> = Vec::with_capacity(n);
-        let mut running = f64::INFINITY;
-        for &x in deltas {
-            running = running.min(x.clamp(0.0, 1.0));
-            d.push(running);
-        }
+        let d = non_increasing(deltas);
         if n == 1 {
             return Self::from_parts(interval, lower, vec![1.0 - d[0]], d[0]);
         }
@@ -120,12 +114,7 @@ impl DiscretePmf {
         if m == n || m < 2 {
             return Self::from_connect_the_dots(interval, lower, deltas);
         }
-        let mut d: Vec<f64> = Vec::with_capacity(m);
-        let mut running = f64::INFINITY;
-        for &x in deltas {
-            running = running.min(x.clamp(0.0, 1.0));
-            d.push(running);
-        }
+        let d = non_increasing(deltas);
         // (e^{g} − 1, e^{−g} − 1) of gap j; most gaps are one grid step.
         let one_step = (interval.exp_m1(), (-interval).exp_m1());
         let em1 = |j: usize| match offsets[j + 1] - offsets[j] {
@@ -330,6 +319,19 @@ impl DiscretePmf {
         }
         (((mass_upper - delta) / scaled).ln() + reference).max(0.0)
     }
+}
+
+/// δ is non-increasing in ε: clamp to [0, 1] and remove rounding wiggles by a running minimum,
+/// as dp_accounting does, before connecting the dots.
+fn non_increasing(deltas: &[f64]) -> Vec<f64> {
+    let mut running = f64::INFINITY;
+    deltas
+        .iter()
+        .map(|&x| {
+            running = running.min(x.clamp(0.0, 1.0));
+            running
+        })
+        .collect()
 }
 
 fn check_same_interval(a: f64, b: f64) -> Result<(), AccountingError> {
