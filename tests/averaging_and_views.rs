@@ -63,80 +63,81 @@ fn an_examples_gradient_is_the_mean_of_its_views_gradients() {
         oracle_loss[r / k] += loss / k as f64;
     }
 
-    let grads = model
-        .per_sample(params.view(), x.view(), &labels)
-        .unwrap()
-        .with_views(k);
-    assert_eq!(grads.batch_size(), b);
-    let close = |a: f64, e: f64, what: &str| {
-        let tol = 1e-6 + 1e-4 * a.abs().max(e.abs());
-        assert!((a - e).abs() <= tol, "{what}: {a} vs {e}");
-    };
-    for (i, &loss) in oracle_loss.iter().enumerate() {
-        close(grads.losses()[i], loss, "loss");
-        let norm = oracle.row(i).iter().map(|v| v * v).sum::<f64>().sqrt();
-        close(grads.norms()[i], norm, "norm of the mean");
+    // Once with the shards the model chooses (one, here) and once cut into two data-parallel
+    // shards of whole examples (each its own forward and backward pass).
+    for model in [model.clone(), model.clone().with_shards(2)] {
+        let grads = model
+            .per_sample_views(params.view(), x.view(), &labels, k)
+            .unwrap();
+        assert_eq!(grads.batch_size(), b);
+        let close = |a: f64, e: f64, what: &str| {
+            let tol = 1e-6 + 1e-4 * a.abs().max(e.abs());
+            assert!((a - e).abs() <= tol, "{what}: {a} vs {e}");
+        };
+        for (i, &loss) in oracle_loss.iter().enumerate() {
+            close(grads.losses()[i], loss, "loss");
+            let norm = oracle.row(i).iter().map(|v| v * v).sum::<f64>().sqrt();
+            close(grads.norms()[i], norm, "norm of the mean");
+            for (g, (_, range)) in grads.groups().iter().enumerate() {
+                let n = oracle
+                    .slice(s![i, range.clone()])
+                    .iter()
+                    .map(|v| v * v)
+                    .sum::<f64>()
+                    .sqrt();
+                close(grads.group_norms()[[i, g]], n, "group norm of the mean");
+            }
+        }
+        // The mean is not the views' own norms: the check above could fail.
+        let view_norms = model
+            .per_sample(params.view(), x.view(), &labels)
+            .unwrap()
+            .norms();
+        assert!((grads.norms()[0] - view_norms[0]).abs() > 1e-3 * view_norms[0]);
+
+        // After the norms, the weighted sum is a pass over the kept mean rows; before them (a fresh
+        // set of gradients, as a non-private step has), one product over the views' rows.
+        let w = Array1::from(vec![0.3, 1.0, 0.7]);
+        let sum = grads.weighted_sum(&w);
+        let fresh = model
+            .per_sample_views(params.view(), x.view(), &labels, k)
+            .unwrap()
+            .weighted_sum(&w);
+        for j in (0..p).step_by(97) {
+            let e: f64 = (0..b).map(|i| w[i] * oracle[[i, j]]).sum();
+            close(sum[j], e, "weighted sum of the kept means");
+            close(fresh[j], e, "weighted sum by one product");
+        }
+        let gw = Array2::from_shape_fn((b, grads.groups().len()), |(i, g)| {
+            0.1 + 0.2 * i as f64 + 0.05 * g as f64
+        });
+        let gsum = grads.group_weighted_sum(&gw);
         for (g, (_, range)) in grads.groups().iter().enumerate() {
-            let n = oracle
-                .slice(s![i, range.clone()])
-                .iter()
-                .map(|v| v * v)
-                .sum::<f64>()
-                .sqrt();
-            close(grads.group_norms()[[i, g]], n, "group norm of the mean");
+            for j in range.clone().step_by(53) {
+                let e: f64 = (0..b).map(|i| gw[[i, g]] * oracle[[i, j]]).sum();
+                close(gsum[j], e, "group weighted sum");
+            }
         }
-    }
-    // The mean is not the views' own norms: the check above could fail.
-    let view_norms = model
-        .per_sample(params.view(), x.view(), &labels)
-        .unwrap()
-        .norms();
-    assert!((grads.norms()[0] - view_norms[0]).abs() > 1e-3 * view_norms[0]);
+        let mat = grads.materialize().unwrap();
+        assert_eq!(mat.dim(), (b, p));
+        for i in 0..b {
+            for j in (0..p).step_by(61) {
+                close(mat[[i, j]] as f64, oracle[[i, j]], "materialised row");
+            }
+        }
 
-    // After the norms, the weighted sum is a pass over the kept mean rows; before them (a fresh
-    // set of gradients, as a non-private step has), one product over the views' rows.
-    let w = Array1::from(vec![0.3, 1.0, 0.7]);
-    let sum = grads.weighted_sum(&w);
-    let fresh = model
-        .per_sample(params.view(), x.view(), &labels)
-        .unwrap()
-        .with_views(k)
-        .weighted_sum(&w);
-    for j in (0..p).step_by(97) {
-        let e: f64 = (0..b).map(|i| w[i] * oracle[[i, j]]).sum();
-        close(sum[j], e, "weighted sum of the kept means");
-        close(fresh[j], e, "weighted sum by one product");
+        // Whatever the thread count: the same bits.
+        let at = |threads: usize| {
+            with_threads(threads, || {
+                let g = model
+                    .per_sample_views(params.view(), x.view(), &labels, k)
+                    .unwrap();
+                (g.norms(), g.group_norms(), g.weighted_sum(&w))
+            })
+            .unwrap()
+        };
+        assert_eq!(at(1), at(3));
     }
-    let gw = Array2::from_shape_fn((b, grads.groups().len()), |(i, g)| {
-        0.1 + 0.2 * i as f64 + 0.05 * g as f64
-    });
-    let gsum = grads.group_weighted_sum(&gw);
-    for (g, (_, range)) in grads.groups().iter().enumerate() {
-        for j in range.clone().step_by(53) {
-            let e: f64 = (0..b).map(|i| gw[[i, g]] * oracle[[i, j]]).sum();
-            close(gsum[j], e, "group weighted sum");
-        }
-    }
-    let mat = grads.materialize().unwrap();
-    assert_eq!(mat.dim(), (b, p));
-    for i in 0..b {
-        for j in (0..p).step_by(61) {
-            close(mat[[i, j]] as f64, oracle[[i, j]], "materialised row");
-        }
-    }
-
-    // Whatever the thread count: the same bits.
-    let at = |threads: usize| {
-        with_threads(threads, || {
-            let g = model
-                .per_sample(params.view(), x.view(), &labels)
-                .unwrap()
-                .with_views(k);
-            (g.norms(), g.group_norms(), g.weighted_sum(&w))
-        })
-        .unwrap()
-    };
-    assert_eq!(at(1), at(3));
 }
 
 // ---------------------------------------------------------------- runs on image data

@@ -42,11 +42,20 @@ fn check_model(spec: ModelSpec, batch: usize, seed: u64) {
 }
 
 /// [`check_model`] with finite-difference step `h`: piecewise-linear models (ReLU, max pooling)
-/// need a step small enough not to cross a kink.
+/// need a step small enough not to cross a kink. Run twice: with the shards the model chooses
+/// (one, on batches this small) and with one data-parallel shard per example (each shard its own
+/// forward and backward pass, the sums added in shard order).
 fn check_model_with_step(spec: ModelSpec, batch: usize, seed: u64, h: f32) {
     let model = spec.build().expect("valid spec");
+    check_built(&model, batch, seed, h);
+    if batch > 1 {
+        check_built(&model.with_shards(batch), batch, seed, h);
+    }
+}
+
+fn check_built(model: &Model, batch: usize, seed: u64, h: f32) {
     let params = model.init_params(seed);
-    let (x, labels) = random_batch(&model, batch, seed + 1);
+    let (x, labels) = random_batch(model, batch, seed + 1);
     let grads = model
         .per_sample(params.view(), x.view(), &labels)
         .expect("per_sample");
@@ -313,7 +322,17 @@ fn cifar_cnn_per_sample_gradients() {
 /// Norms, weighted sums and logits of `spec` on a small batch are the same bits on 1, 2 and 3
 /// threads.
 fn assert_thread_independent(spec: &ModelSpec, batch: usize) {
-    let model = spec.build().unwrap();
+    assert_thread_independent_with(spec, batch, None);
+    assert_thread_independent_with(spec, batch, Some(3));
+}
+
+/// [`assert_thread_independent`] with a fixed number of data-parallel shards.
+fn assert_thread_independent_with(spec: &ModelSpec, batch: usize, shards: Option<usize>) {
+    let built = spec.build().unwrap();
+    let model = match shards {
+        Some(n) => built.with_shards(n),
+        None => built,
+    };
     let params = model.init_params(1);
     let (x, labels) = random_batch(&model, batch, 2);
     let w = Array1::from_shape_fn(batch, |i| 1.0 / (1.0 + i as f64));

@@ -5,7 +5,7 @@
 //! thread and at all threads.
 //!
 //! With views, a step runs K·B rows; the DP step clips each example's mean over its views
-//! (`BatchGradients::with_views`), the non-private step takes the gradient of the mean loss over
+//! (`Model::per_sample_views`), the non-private step takes the gradient of the mean loss over
 //! the K·B rows (the same update direction without clipping); `examples/s` counts examples, not
 //! rows.
 //!
@@ -255,9 +255,7 @@ fn measure(
     let mut noise_rng = rand_chacha::ChaCha12Rng::seed_from_u64(1);
     let mut step = |params: &mut Array1<f32>| -> anyhow::Result<()> {
         let sum = if dp {
-            let grads = model
-                .per_sample(params.view(), x.view(), &labels)?
-                .with_views(views);
+            let grads = model.per_sample_views(params.view(), x.view(), &labels, views)?;
             privatize_flat(&grads, CLIP_NORM, NOISE_MULTIPLIER, &mut noise_rng)?.sum
         } else {
             let g = model.loss_and_gradient(params.view(), x.view(), &labels)?.1;

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2, CowArray, Ix2, s};
 use rand::SeedableRng;
 use rand_chacha::ChaCha12Rng;
+use rayon::prelude::*;
 
 use super::ModelError;
 use super::layer::{
@@ -23,7 +24,7 @@ use super::layer::{
     reshape::ToChannelsLast,
 };
 use super::loss::{loss_and_dlogits, predictions};
-use super::per_sample::{BatchGradients, TrainableGradients};
+use super::per_sample::{BatchGradients, Shard, TrainableGradients, even_ranges, shard_ranges};
 use super::spec::{LossKind, ModelSpec};
 use crate::grad::DEFAULT_MATERIALIZE_LIMIT_BYTES;
 
@@ -43,15 +44,19 @@ pub struct Model {
     input_size: usize,
     output_size: usize,
     materialize_limit_bytes: u64,
+    /// A fixed number of data-parallel shards per batch ([`Model::with_shards`]); `None`: the
+    /// number [`super::per_sample::shard_ranges`] chooses.
+    shards: Option<usize>,
 }
 
-/// Two models are equal when built from equal specs with equal limits (the layers are a
-/// function of the spec).
+/// Two models are equal when built from equal specs with equal limits and shard settings (the
+/// layers are a function of the spec).
 impl PartialEq for Model {
     fn eq(&self, other: &Self) -> bool {
         self.spec == other.spec
             && self.frozen == other.frozen
             && self.materialize_limit_bytes == other.materialize_limit_bytes
+            && self.shards == other.shards
     }
 }
 
@@ -165,6 +170,7 @@ impl ModelSpec {
             input_size,
             output_size,
             materialize_limit_bytes: DEFAULT_MATERIALIZE_LIMIT_BYTES,
+            shards: None,
         })
     }
 }
@@ -313,6 +319,15 @@ impl Model {
     /// The same model with another materialisation limit in bytes.
     pub fn with_materialize_limit(mut self, bytes: u64) -> Self {
         self.materialize_limit_bytes = bytes;
+        self
+    }
+
+    /// Cut every batch into `shards` data-parallel shards (at most one per example) instead of
+    /// the number [`super::per_sample::shard_ranges`] chooses: for tests of the sharded path on
+    /// small batches and for measurements. Sums then add `shards` partial sums, so their bits
+    /// differ from the default's (the same on any thread count).
+    pub fn with_shards(mut self, shards: usize) -> Self {
+        self.shards = Some(shards.max(1));
         self
     }
 
@@ -485,36 +500,109 @@ impl Model {
         x: ArrayView2<'a, f32>,
         labels: &[usize],
     ) -> Result<BatchGradients<'a>, ModelError> {
+        self.per_sample_views(params, x, labels, 1)
+    }
+
+    /// [`Model::per_sample`] of a batch whose rows are `views` consecutive views of each example
+    /// (augmentation multiplicity, De et al. 2022, arXiv:2204.13650, Sec. 3.1): example i's
+    /// gradient is the mean of rows i·K .. i·K + K, and its loss the mean of theirs.
+    ///
+    /// The batch is cut into data-parallel shards of whole examples
+    /// ([`super::per_sample::shard_ranges`], a function of the batch size and the model, never of
+    /// the thread count); each shard runs its own forward and backward pass on the pool, and
+    /// sums over the batch add the shards' partial sums in shard order.
+    ///
+    /// # Panics
+    /// When `views` is 0 or the rows are not a multiple of it (the caller built the batch).
+    pub fn per_sample_views<'a>(
+        &self,
+        params: ArrayView1<'_, f32>,
+        x: ArrayView2<'a, f32>,
+        labels: &[usize],
+        views: usize,
+    ) -> Result<BatchGradients<'a>, ModelError> {
         self.check_batch(&params, &x, Some(labels))?;
+        assert!(
+            views >= 1 && x.nrows().is_multiple_of(views),
+            "{} rows are not whole groups of {views} views",
+            x.nrows()
+        );
         let params = params.as_standard_layout();
-        let batch = x.nrows();
-        let mut trace = self.trace(params.view(), x, true);
+        let batch = x.nrows() / views;
+        let ranges = match self.shards {
+            Some(shards) => even_ranges(batch, shards),
+            None => shard_ranges(
+                batch,
+                views,
+                self.num_params,
+                self.step_flops(x.nrows(), true),
+            ),
+        };
+        let parts: Vec<(Shard<'a>, Array1<f64>)> = ranges
+            .into_par_iter()
+            .map(|examples| {
+                let rows = examples.start * views..examples.end * views;
+                let (trainables, losses) = self.shard_gradients(
+                    params.view(),
+                    x.slice_move(s![rows.clone(), ..]),
+                    &labels[rows],
+                );
+                let losses = if views == 1 {
+                    losses
+                } else {
+                    losses
+                        .exact_chunks(views)
+                        .into_iter()
+                        .map(|c| c.iter().sum::<f64>() / views as f64)
+                        .collect()
+                };
+                (Shard::new(examples, trainables), losses)
+            })
+            .collect();
+        let mut losses = Vec::with_capacity(batch);
+        let mut shards = Vec::with_capacity(parts.len());
+        for (shard, shard_losses) in parts {
+            losses.extend(shard_losses);
+            shards.push(shard);
+        }
+        Ok(BatchGradients::new(
+            (batch, views),
+            self.num_params,
+            self.groups.clone(),
+            shards,
+            Array1::from(losses),
+            self.materialize_limit_bytes,
+        ))
+    }
+
+    /// One shard's forward and backward pass: its trainable layers' per-sample gradients and its
+    /// rows' losses.
+    fn shard_gradients<'a>(
+        &self,
+        params: ArrayView1<'_, f32>,
+        x: ArrayView2<'a, f32>,
+        labels: &[usize],
+    ) -> (Vec<TrainableGradients<'a>>, Array1<f64>) {
+        let mut trace = self.trace(params, x, true);
         let Some(logits) = trace.acts.last() else {
             unreachable!("a trace always holds its logits")
         };
         let (losses, dlogits) = loss_and_dlogits(self.spec.loss, logits.view(), labels);
-        let deltas = self.backward(params.view(), &trace, dlogits);
+        let deltas = self.backward(params, &trace, dlogits);
         let mut trainables = Vec::new();
         let mut next_group = 0;
         for (i, delta) in deltas.into_iter().enumerate() {
             let Some(delta) = delta else { continue };
             let layer = &self.layers[i];
             let input = std::mem::replace(&mut trace.acts[i], CowArray::from(layer::empty()));
-            let Some(gradients) = layer.gradients(params.view(), input, delta) else {
+            let Some(gradients) = layer.gradients(params, input, delta) else {
                 unreachable!("only trainable layers have deltas")
             };
             let groups = next_group..next_group + layer.params().len();
             next_group = groups.end;
             trainables.push(TrainableGradients { gradients, groups });
         }
-        Ok(BatchGradients::new(
-            batch,
-            self.num_params,
-            self.groups.clone(),
-            trainables,
-            losses,
-            self.materialize_limit_bytes,
-        ))
+        (trainables, losses)
     }
 
     /// FLOPs (2 per multiply-add) of one training step on `batch` examples: for every trainable

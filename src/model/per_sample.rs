@@ -2,20 +2,28 @@
 //! [`crate::grad::PerSampleGradients`].
 //!
 //! Part of the model room; knows nothing of privacy (it never sees a clip norm or noise). One
-//! forward and one backward pass over the batch keep, for each trainable layer, its input and its
+//! forward and one backward pass over each shard of the batch keep, for each trainable layer, its input and its
 //! delta (gradient of the loss with respect to the layer's output), wrapped in that layer's
 //! [`LayerGradients`] (the maths of each lives in its file under [`super::layer`]: the dense norm
 //! factorisation, the convolution's materialised or ghost norms). No operation mixes examples, so
 //! example i's gradient is a function of its own rows only.
 //!
+//! **Shards** (data parallelism inside one step): [`crate::model::Model::per_sample_views`] cuts
+//! the batch into consecutive ranges of whole examples ([`shard_ranges`]: as many as the step's
+//! work pays for, at most [`MAX_SHARDS`]), and each shard runs its own forward pass, backward pass
+//! and norm pass as one task on the rayon pool, so a small step keeps two cores busy where its
+//! layers alone could not. Norms are per example, so sharding leaves them unchanged; sums over the
+//! batch add the shards' partial sums in shard order. The shard count is a function of the batch
+//! size and the model, never of the thread count, so every bit is the same on any pool.
+//!
 //! [`BatchGradients`] lays the layers' parameter groups side by side (each layer's tensors in
 //! order, as [`crate::model::Model::groups`] names them), runs the norm pass once (lazily, with a
-//! shared memory budget, [`CONV_CACHE_LIMIT_BYTES`], for per-example gradients kept until the
-//! weighted sum) and answers norms, group norms, weighted sums and the materialised matrix from
+//! memory budget, [`CONV_CACHE_LIMIT_BYTES`] split evenly between the shards, for per-example
+//! gradients kept until the weighted sum) and answers norms, group norms, weighted sums and the materialised matrix from
 //! it. Numerics in [`super::sums`]: each example's norm is computed by the same operations
 //! whatever the thread count.
 //!
-//! **Views** ([`BatchGradients::with_views`], augmentation multiplicity: De et al. 2022,
+//! **Views** ([`crate::model::Model::per_sample_views`], augmentation multiplicity: De et al. 2022,
 //! arXiv:2204.13650, Sec. 3.1): the batch's rows are K consecutive views of each example, and
 //! example i's gradient is their mean, g_i = (1/K) Σ_k g_{i,k}, so clipping g_i keeps the
 //! sensitivity of one example. Weighted sums expand the weights to the views (w_i / K on each of
@@ -29,7 +37,7 @@
 use std::ops::Range;
 use std::sync::OnceLock;
 
-use ndarray::{Array1, Array2, Axis, s};
+use ndarray::{Array1, Array2, ArrayView2, Axis, s};
 use rayon::prelude::*;
 
 use super::layer::{LayerGradients, NormContext, Saved};
@@ -68,8 +76,82 @@ pub(crate) struct TrainableGradients<'a> {
     pub groups: Range<usize>,
 }
 
-/// Squared norms `[B, groups]` and what each trainable layer kept from the norm pass.
+/// Squared norms `[examples, groups]` and what each trainable layer kept from the norm pass.
 type NormsAndCache = (Array2<f64>, Vec<Option<Saved>>, Option<Array2<f32>>);
+
+/// Fewest rows (examples × views) a shard is given: smaller products lose more to packing and
+/// task overhead than a second core gains on them.
+pub const SHARD_MIN_ROWS: usize = 32;
+
+/// Most shards a batch is cut into.
+pub const MAX_SHARDS: usize = 8;
+
+/// Step FLOPs per parameter each shard must carry. A shard costs about P of its own (its partial
+/// sum is a `[P]` vector written, widened to f64 and added once more; its weight-gradient
+/// products have a short reduction): about 2.4 ns per parameter measured on dense layers, i.e.
+/// ~240 FLOPs at 100 GFLOP/s, so 2,400 keeps it near a tenth of the shard's work.
+const SHARD_FLOPS_PER_PARAM: f64 = 2400.0;
+
+/// Memory allowed for the shards' partial sums (`shards × P` f64) before they are reduced.
+const PARTIAL_SUMS_LIMIT_BYTES: u64 = 256 << 20;
+
+/// The data-parallel shards of a batch of `examples` examples of `views` rows each, for a model
+/// of `num_params` parameters whose step on the batch costs `step_flops`: consecutive example
+/// ranges of near-equal size, as many as the work allows (each shard at least [`SHARD_MIN_ROWS`]
+/// rows and `SHARD_FLOPS_PER_PARAM` × P FLOPs), at most [`MAX_SHARDS`] and at most what
+/// `PARTIAL_SUMS_LIMIT_BYTES` allows. A function of the batch and the model only, never of the
+/// thread count, so the reduction order (and every bit of the sum) is the same on any pool.
+pub fn shard_ranges(
+    examples: usize,
+    views: usize,
+    num_params: usize,
+    step_flops: f64,
+) -> Vec<Range<usize>> {
+    let rows = examples.saturating_mul(views);
+    let p = num_params.max(1);
+    let by_memory = usize::try_from(PARTIAL_SUMS_LIMIT_BYTES / (p as u64 * 8)).unwrap_or(1);
+    // Truncation toward zero is the intent (a partial shard's worth of work is not a shard).
+    let by_work = (step_flops / (SHARD_FLOPS_PER_PARAM * p as f64)).min(MAX_SHARDS as f64) as usize;
+    let shards = (rows / SHARD_MIN_ROWS)
+        .min(MAX_SHARDS)
+        .min(by_work)
+        .min(by_memory)
+        .max(1);
+    even_ranges(examples, shards)
+}
+
+/// `examples` cut into `shards` consecutive ranges of near-equal size (at most one per example;
+/// one empty range for an empty batch).
+pub fn even_ranges(examples: usize, shards: usize) -> Vec<Range<usize>> {
+    let shards = shards.min(examples).max(1);
+    (0..shards)
+        .map(|k| k * examples / shards..(k + 1) * examples / shards)
+        .collect()
+}
+
+/// One data-parallel shard of a batch: consecutive examples, the per-sample gradients of their
+/// rows (from their own forward and backward pass) and their norm pass.
+pub(crate) struct Shard<'a> {
+    /// The batch's examples this shard holds (its rows are `examples × views`).
+    pub examples: Range<usize>,
+    pub trainables: Vec<TrainableGradients<'a>>,
+    /// Squared norms per group of this shard's examples, and what the norm pass kept.
+    squared: OnceLock<NormsAndCache>,
+}
+
+impl<'a> Shard<'a> {
+    pub(crate) fn new(examples: Range<usize>, trainables: Vec<TrainableGradients<'a>>) -> Self {
+        Shard {
+            examples,
+            trainables,
+            squared: OnceLock::new(),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.examples.len()
+    }
+}
 
 /// The per-sample gradients of one batch (see the module doc), with per-example losses.
 pub struct BatchGradients<'a> {
@@ -79,32 +161,32 @@ pub struct BatchGradients<'a> {
     views: usize,
     num_params: usize,
     groups: Vec<(String, Range<usize>)>,
-    trainables: Vec<TrainableGradients<'a>>,
+    /// Consecutive example ranges covering 0..B, in order ([`shard_ranges`]).
+    shards: Vec<Shard<'a>>,
     losses: Array1<f64>,
     limit_bytes: u64,
-    /// Squared per-example norms per group `[B, groups]`, computed on first use, and what each
-    /// trainable layer's norm pass kept for the weighted sum that follows (per-example weight
-    /// gradients of convolutions within [`CONV_CACHE_LIMIT_BYTES`]; with views, the examples'
-    /// mean rows `[B, P]` within it), so that sum is a cheap pass instead of a second product.
-    squared: OnceLock<NormsAndCache>,
+    /// Squared per-example norms per group `[B, groups]`: the shards' norm passes side by side.
+    squared: OnceLock<Array2<f64>>,
     conv_method: Option<ConvNormMethod>,
 }
 
 impl<'a> BatchGradients<'a> {
+    /// `shards` cover examples `0..B` in order; `losses` are per example (views averaged).
     pub(crate) fn new(
-        batch: usize,
+        (batch, views): (usize, usize),
         num_params: usize,
         groups: Vec<(String, Range<usize>)>,
-        trainables: Vec<TrainableGradients<'a>>,
+        shards: Vec<Shard<'a>>,
         losses: Array1<f64>,
         limit_bytes: u64,
     ) -> Self {
+        debug_assert_eq!(shards.iter().map(Shard::len).sum::<usize>(), batch);
         BatchGradients {
             batch,
-            views: 1,
+            views,
             num_params,
             groups,
-            trainables,
+            shards,
             losses,
             limit_bytes,
             squared: OnceLock::new(),
@@ -118,106 +200,9 @@ impl<'a> BatchGradients<'a> {
         &self.losses
     }
 
-    /// Read the batch's rows as `views` consecutive views of each example (see the module doc):
-    /// from here on example i's gradient is the mean of rows i·K .. i·K + K. Panics when the rows
-    /// are not a multiple of `views` (the caller built the batch).
-    pub fn with_views(mut self, views: usize) -> Self {
-        assert!(
-            views >= 1 && self.batch.is_multiple_of(views) && self.views == 1,
-            "{} rows are not whole groups of {views} views",
-            self.batch
-        );
-        if views == 1 {
-            return self;
-        }
-        self.batch /= views;
-        self.views = views;
-        self.losses = self
-            .losses
-            .exact_chunks(views)
-            .into_iter()
-            .map(|c| c.iter().sum::<f64>() / views as f64)
-            .collect();
-        self.squared = OnceLock::new();
-        self
-    }
-
-    /// Weights per example and group `[B, groups]` (`None`: all ones) spread over the rows:
-    /// w_i / K on each of example i's K views (the mean of the views is linear).
-    fn per_row(&self, weights: Option<&Array2<f64>>, groups: usize) -> Array2<f64> {
-        let k = self.views as f64;
-        Array2::from_shape_fn((self.batch * self.views, groups), |(r, g)| {
-            weights.map_or(1.0, |w| w[[r / self.views, g]]) / k
-        })
-    }
-
-    /// Example i's gradient (the mean of its views) into `row`; `view` is scratch of length P.
-    fn mean_row(&self, i: usize, row: &mut [f32], view: &mut [f32]) {
-        row.fill(0.0);
-        // Every view writes the same (trainable) ranges; frozen ones stay zero.
-        view.fill(0.0);
-        for v in 0..self.views {
-            let mut view_row = ndarray::ArrayViewMut1::from(&mut *view);
-            for trainable in &self.trainables {
-                trainable
-                    .gradients
-                    .example_gradient(i * self.views + v, view_row.view_mut());
-            }
-            for (r, x) in row.iter_mut().zip(view.iter()) {
-                *r += *x;
-            }
-        }
-        let k = self.views as f32;
-        row.iter_mut().for_each(|r| *r /= k);
-    }
-
-    /// Squared norms per group of the views' means, one example per worker, and the mean rows
-    /// `[B, P]` themselves when they fit [`CONV_CACHE_LIMIT_BYTES`] (for the weighted sum).
-    fn mean_squared_norms(&self) -> (Array2<f64>, Option<Array2<f32>>) {
-        let p = self.num_params;
-        let keep = (self.batch as u64)
-            .saturating_mul(p as u64)
-            .saturating_mul(4)
-            <= CONV_CACHE_LIMIT_BYTES;
-        let norms_of = |row: &[f32]| -> Vec<f64> {
-            self.groups
-                .iter()
-                .map(|(_, r)| super::sums::sum_squares_slice(&row[r.clone()]))
-                .collect()
-        };
-        let (rows, kept): (Vec<Vec<f64>>, _) = if keep {
-            let mut kept = Array2::<f32>::zeros((self.batch, p));
-            let rows = kept
-                .axis_iter_mut(Axis(0))
-                .into_par_iter()
-                .enumerate()
-                .map_init(
-                    || vec![0f32; p],
-                    |view, (i, mut row)| {
-                        let Some(row) = row.as_slice_mut() else {
-                            unreachable!("rows of a fresh array are contiguous")
-                        };
-                        self.mean_row(i, row, view);
-                        norms_of(row)
-                    },
-                )
-                .collect();
-            (rows, Some(kept))
-        } else {
-            let rows = (0..self.batch)
-                .into_par_iter()
-                .map_init(
-                    || (vec![0f32; p], vec![0f32; p]),
-                    |(row, view), i| {
-                        self.mean_row(i, row, view);
-                        norms_of(row)
-                    },
-                )
-                .collect();
-            (rows, None)
-        };
-        let norms = Array2::from_shape_fn((self.batch, self.groups.len()), |(i, g)| rows[i][g]);
-        (norms, kept)
+    /// Number of data-parallel shards the batch was cut into ([`shard_ranges`]).
+    pub fn shards(&self) -> usize {
+        self.shards.len()
     }
 
     /// Σ_i g_i: the non-private batch gradient. Shape `[P]`.
@@ -230,25 +215,98 @@ impl<'a> BatchGradients<'a> {
     pub fn with_conv_norm_method(mut self, method: ConvNormMethod) -> Self {
         self.conv_method = Some(method);
         self.squared = OnceLock::new();
+        for shard in &mut self.shards {
+            shard.squared = OnceLock::new();
+        }
         self
     }
 
-    fn squared_norms(&self) -> &Array2<f64> {
-        &self.squared_and_cache().0
+    /// Example `i`'s gradient (the mean of its views) of `shard` into `row` (local index `i`);
+    /// `view` is scratch of length P.
+    fn mean_row(&self, shard: &Shard<'_>, i: usize, row: &mut [f32], view: &mut [f32]) {
+        row.fill(0.0);
+        // Every view writes the same (trainable) ranges; frozen ones stay zero.
+        view.fill(0.0);
+        for v in 0..self.views {
+            let mut view_row = ndarray::ArrayViewMut1::from(&mut *view);
+            for trainable in &shard.trainables {
+                trainable
+                    .gradients
+                    .example_gradient(i * self.views + v, view_row.view_mut());
+            }
+            for (r, x) in row.iter_mut().zip(view.iter()) {
+                *r += *x;
+            }
+        }
+        let k = self.views as f32;
+        row.iter_mut().for_each(|r| *r /= k);
     }
 
-    fn squared_and_cache(&self) -> &NormsAndCache {
-        self.squared.get_or_init(|| {
+    /// Squared norms per group of `shard`'s views' means, one example per worker, and the mean
+    /// rows `[examples, P]` themselves when they fit `cache_budget` (for the weighted sum).
+    fn mean_squared_norms(
+        &self,
+        shard: &Shard<'_>,
+        cache_budget: u64,
+    ) -> (Array2<f64>, Option<Array2<f32>>) {
+        let p = self.num_params;
+        let n = shard.len();
+        let keep = (n as u64).saturating_mul(p as u64).saturating_mul(4) <= cache_budget;
+        let norms_of = |row: &[f32]| -> Vec<f64> {
+            self.groups
+                .iter()
+                .map(|(_, r)| super::sums::sum_squares_slice(&row[r.clone()]))
+                .collect()
+        };
+        let (rows, kept): (Vec<Vec<f64>>, _) = if keep {
+            let mut kept = Array2::<f32>::zeros((n, p));
+            let rows = kept
+                .axis_iter_mut(Axis(0))
+                .into_par_iter()
+                .enumerate()
+                .map_init(
+                    || vec![0f32; p],
+                    |view, (i, mut row)| {
+                        let Some(row) = row.as_slice_mut() else {
+                            unreachable!("rows of a fresh array are contiguous")
+                        };
+                        self.mean_row(shard, i, row, view);
+                        norms_of(row)
+                    },
+                )
+                .collect();
+            (rows, Some(kept))
+        } else {
+            let rows = (0..n)
+                .into_par_iter()
+                .map_init(
+                    || (vec![0f32; p], vec![0f32; p]),
+                    |(row, view), i| {
+                        self.mean_row(shard, i, row, view);
+                        norms_of(row)
+                    },
+                )
+                .collect();
+            (rows, None)
+        };
+        let norms = Array2::from_shape_fn((n, self.groups.len()), |(i, g)| rows[i][g]);
+        (norms, kept)
+    }
+
+    /// `shard`'s norm pass (once): the shared cache budget is split evenly between shards.
+    fn shard_squared<'s>(&self, shard: &'s Shard<'_>) -> &'s NormsAndCache {
+        shard.squared.get_or_init(|| {
+            let cache_budget = CONV_CACHE_LIMIT_BYTES / self.shards.len() as u64;
             if self.views > 1 {
-                let (norms, kept) = self.mean_squared_norms();
-                return (norms, self.trainables.iter().map(|_| None).collect(), kept);
+                let (norms, kept) = self.mean_squared_norms(shard, cache_budget);
+                return (norms, shard.trainables.iter().map(|_| None).collect(), kept);
             }
-            let mut out = Array2::<f64>::zeros((self.batch, self.groups.len()));
+            let mut out = Array2::<f64>::zeros((shard.len(), self.groups.len()));
             let mut ctx = NormContext {
-                cache_budget: CONV_CACHE_LIMIT_BYTES,
+                cache_budget,
                 conv_method: self.conv_method,
             };
-            let caches = self
+            let caches = shard
                 .trainables
                 .iter()
                 .map(|t| {
@@ -260,13 +318,66 @@ impl<'a> BatchGradients<'a> {
         })
     }
 
-    /// Σ_i Σ_k weights[i, k] g_i restricted to group k; `None` means all weights 1.
+    fn squared_norms(&self) -> &Array2<f64> {
+        self.squared.get_or_init(|| {
+            let parts: Vec<&Array2<f64>> = self
+                .shards
+                .par_iter()
+                .map(|shard| &self.shard_squared(shard).0)
+                .collect();
+            let mut out = Array2::<f64>::zeros((self.batch, self.groups.len()));
+            for (shard, part) in self.shards.iter().zip(parts) {
+                out.slice_mut(s![shard.examples.clone(), ..]).assign(part);
+            }
+            out
+        })
+    }
+
+    /// Σ_i Σ_k weights[i, k] g_i restricted to group k; `None` means all weights 1. Each shard
+    /// sums its own examples; the partial sums are added in shard order.
     fn combine(&self, weights: Option<&Array2<f64>>) -> Array1<f64> {
-        if let Some(means) = self.squared.get().and_then(|(_, _, kept)| kept.as_ref()) {
+        let partial = |shard: &Shard<'_>| {
+            let w = weights.map(|w| w.slice(s![shard.examples.clone(), ..]));
+            self.combine_shard(shard, w)
+        };
+        if let [shard] = self.shards.as_slice() {
+            return partial(shard);
+        }
+        let parts: Vec<Array1<f64>> = self.shards.par_iter().map(partial).collect();
+        let mut parts = parts.into_iter();
+        let Some(mut out) = parts.next() else {
+            unreachable!("a batch has at least one shard")
+        };
+        let rest: Vec<Array1<f64>> = parts.collect();
+        const BLOCK: usize = 4096;
+        let Some(slice) = out.as_slice_mut() else {
+            unreachable!("a fresh array is contiguous")
+        };
+        slice
+            .par_chunks_mut(BLOCK)
+            .enumerate()
+            .for_each(|(b, chunk)| {
+                let start = b * BLOCK;
+                for part in &rest {
+                    let part = part.slice(s![start..start + chunk.len()]);
+                    chunk.iter_mut().zip(part).for_each(|(o, p)| *o += *p);
+                }
+            });
+        out
+    }
+
+    /// One shard's Σ_i Σ_k weights[i, k] g_i (`weights` its rows of the batch's weights).
+    fn combine_shard(
+        &self,
+        shard: &Shard<'_>,
+        weights: Option<ArrayView2<'_, f64>>,
+    ) -> Array1<f64> {
+        let mut out = Array1::<f64>::zeros(self.num_params);
+        let done = shard.squared.get();
+        if let Some(means) = done.and_then(|(_, _, kept)| kept.as_ref()) {
             // With views and the norm pass done: a pass over the kept mean rows, group by group.
-            let mut out = Array1::<f64>::zeros(self.num_params);
             for (g, (_, range)) in self.groups.iter().enumerate() {
-                let w: Vec<f32> = (0..self.batch)
+                let w: Vec<f32> = (0..shard.len())
                     .map(|i| weights.map_or(1.0, |w| toward_zero_f32(w[[i, g]])))
                     .collect();
                 let rows = means.slice(s![.., range.clone()]);
@@ -275,17 +386,20 @@ impl<'a> BatchGradients<'a> {
             return out;
         }
         // With views, example i's weight goes to each of its rows over K (no cache is kept then).
+        let k = self.views as f64;
         let spread;
         let weights = if self.views > 1 {
-            spread = self.per_row(weights, self.groups.len());
-            Some(&spread)
+            spread =
+                Array2::from_shape_fn((shard.len() * self.views, self.groups.len()), |(r, g)| {
+                    weights.map_or(1.0, |w| w[[r / self.views, g]]) / k
+                });
+            Some(spread.view())
         } else {
             weights
         };
-        let mut out = Array1::<f64>::zeros(self.num_params);
-        let caches = self.squared.get().map(|(_, c, _)| c);
-        for (t, trainable) in self.trainables.iter().enumerate() {
-            let w = weights.map(|w| w.slice(s![.., trainable.groups.clone()]));
+        let caches = done.map(|(_, c, _)| c);
+        for (t, trainable) in shard.trainables.iter().enumerate() {
+            let w = weights.map(|w| w.slice_move(s![.., trainable.groups.clone()]));
             let cache = caches.and_then(|c| c[t].as_deref());
             trainable.gradients.weighted_sum(w, cache, &mut out);
         }
@@ -336,28 +450,33 @@ impl PerSampleGradients for BatchGradients<'_> {
     fn materialize(&self) -> Result<Array2<f32>, GradError> {
         check_materialize_budget(self.batch, self.num_params, self.limit_bytes)?;
         let mut out = Array2::<f32>::zeros((self.batch, self.num_params));
-        if self.views > 1 {
-            let p = self.num_params;
-            out.axis_iter_mut(Axis(0))
+        let p = self.num_params;
+        for shard in &self.shards {
+            let mut rows = out.slice_mut(s![shard.examples.clone(), ..]);
+            if self.views > 1 {
+                rows.axis_iter_mut(Axis(0))
+                    .into_par_iter()
+                    .enumerate()
+                    .for_each_init(
+                        || vec![0f32; p],
+                        |view, (i, mut row)| match row.as_slice_mut() {
+                            Some(row) => self.mean_row(shard, i, row, view),
+                            None => {
+                                unreachable!("rows of a standard-layout matrix are contiguous")
+                            }
+                        },
+                    );
+                continue;
+            }
+            rows.axis_iter_mut(Axis(0))
                 .into_par_iter()
                 .enumerate()
-                .for_each_init(
-                    || vec![0f32; p],
-                    |view, (i, mut row)| match row.as_slice_mut() {
-                        Some(row) => self.mean_row(i, row, view),
-                        None => unreachable!("rows of a standard-layout matrix are contiguous"),
-                    },
-                );
-            return Ok(out);
+                .for_each(|(i, mut row)| {
+                    for trainable in &shard.trainables {
+                        trainable.gradients.example_gradient(i, row.view_mut());
+                    }
+                });
         }
-        out.axis_iter_mut(Axis(0))
-            .into_par_iter()
-            .enumerate()
-            .for_each(|(i, mut row)| {
-                for trainable in &self.trainables {
-                    trainable.gradients.example_gradient(i, row.view_mut());
-                }
-            });
         Ok(out)
     }
 }
@@ -365,6 +484,40 @@ impl PerSampleGradients for BatchGradients<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shards_cover_the_batch_in_order_and_follow_the_work() {
+        let covers = |ranges: &[Range<usize>], examples: usize| {
+            assert_eq!(ranges.first().map(|r| r.start), Some(0));
+            assert_eq!(ranges.last().map(|r| r.end), Some(examples));
+            assert!(ranges.windows(2).all(|w| w[0].end == w[1].start));
+        };
+        // mnist_cnn at 256 examples: ~2.1 MFLOP a row, 26,010 parameters: the most shards.
+        let cnn = shard_ranges(256, 1, 26_010, 256.0 * 2.1e6);
+        assert_eq!(cnn.len(), MAX_SHARDS);
+        assert!(cnn.iter().all(|r| r.len() == 32));
+        covers(&cnn, 256);
+        // mlp_mnist: ~6 FLOPs per parameter a row is too little work to pay for a second
+        // partial sum of 669,706 parameters.
+        assert_eq!(
+            shard_ranges(256, 1, 669_706, 256.0 * 6.0 * 669_706.0).len(),
+            1
+        );
+        // Rows, not examples, count towards the minimum; shards hold whole examples.
+        let views = shard_ranges(10, 8, 1000, 1e12);
+        assert_eq!(views.len(), 2);
+        covers(&views, 10);
+        // Uneven batches differ by at most one example between shards.
+        let uneven = shard_ranges(259, 1, 1000, 1e12);
+        covers(&uneven, 259);
+        assert!(uneven.iter().all(|r| r.len() == 32 || r.len() == 33));
+        // One partial sum of 10⁸ parameters (800 MB) is already over the allowance for them.
+        assert_eq!(shard_ranges(4096, 1, 100_000_000, 1e18).len(), 1);
+        assert_eq!(shard_ranges(4096, 1, 10_000_000, 1e18).len(), 3);
+        // An empty (Poisson) batch is one empty shard.
+        assert_eq!(shard_ranges(0, 1, 10, 0.0), vec![0..0]);
+        assert_eq!(even_ranges(3, 8), vec![0..1, 1..2, 2..3]);
+    }
 
     #[test]
     fn ghost_is_chosen_only_when_cheaper() {

@@ -388,9 +388,8 @@ impl<'a> DpSgdSeed<'a> {
                 .collect();
             batch_grads = Some(
                 model
-                    .per_sample(self.params.view(), x.view(), &y)
-                    .map_err(|e| self.step_err(t, e.to_string()))?
-                    .with_views(views),
+                    .per_sample_views(self.params.view(), x.view(), &y, views)
+                    .map_err(|e| self.step_err(t, e.to_string()))?,
             );
             match &batch_grads {
                 Some(g) => g,
