@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use dpx::config;
-use dpx::train::prepare::prepare_data;
+use dpx::train::prepare::{Experiment, prepare_data};
 
 #[path = "support/mnist.rs"]
 mod mnist;
@@ -320,4 +320,36 @@ fn input_constants_normalise_the_pixels_before_the_transform() {
             && resolved.contains("scattering_input_std = [0.25]"),
         "{resolved}"
     );
+}
+
+#[test]
+fn plan_only_gives_the_full_plan_and_model_without_computing_the_features() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mnist = dir.path().join("mnist");
+    std::fs::create_dir(&mnist).expect("mkdir");
+    // More examples than the plan-only preparation keeps, so the count must come from all.
+    mnist::tiny_mnist(&mnist, 150, 7919);
+    let data_dir = dir.path().join("data");
+    let file = dir.path().join("x.toml");
+    let text = config_text(
+        "mnist",
+        &format!(
+            "path = {mnist:?}\nfeatures = \"scattering\"\nvalidation_fraction = 0.2\n\
+             standardize = \"private\"\nstandardize_noise_multiplier = 8.0\n\
+             standardize_mean_clip_norm = 1.0\nstandardize_second_moment_clip_norm = 1.5"
+        ),
+    )
+    .replace("[noise]\nnoise_multiplier = 1.0\n", "")
+    .replace("delta = 1e-5", "delta = 1e-5\nepsilon = 2.0");
+    let spec = config::load_str(&text, &file).expect("valid");
+    let planned = Experiment::plan_only(spec.clone(), &data_dir).expect("planned");
+    assert!(
+        !data_dir.join("cache").exists(),
+        "a plan-only build computes no features for the cache"
+    );
+    let full = Experiment::build(spec, &data_dir).expect("built");
+    assert_eq!(full.data.train.len(), 120);
+    assert_eq!(planned.plan, full.plan, "same plan, calibration included");
+    assert_eq!(planned.model, full.model);
+    assert!(planned.plan.privacy.as_ref().is_some_and(|p| p.calibrated));
 }

@@ -1,7 +1,8 @@
 //! `dpx account --config FILE`: what a planned run will spend, from the plan alone.
 //!
-//! Builds the experiment exactly as `dpx run` does (data, model, plan, calibration) but trains
-//! nothing; prints the noise multiplier (the schedule's scale and first, last, min and max σ_t),
+//! Builds the model and the plan exactly as `dpx run` does (the examples chosen, model, plan,
+//! calibration) but prepares only a few rows of data ([`crate::train::prepare::Experiment::plan_only`]:
+//! no scattering features are computed or loaded) and trains nothing; prints the noise multiplier (the schedule's scale and first, last, min and max σ_t),
 //! the steps and ε at the end of every epoch. The events
 //! are the plan's ([`crate::train::plan::TrainingPlan::planned_ledger`]), which a test checks
 //! equal the events a real run records.
@@ -11,7 +12,7 @@ use std::process::ExitCode;
 
 use serde::Serialize;
 
-use super::run::build_experiment;
+use super::run::plan_experiment;
 use crate::privacy::schedule::ScheduleSummary;
 use crate::train::plan::TrainingPlan;
 
@@ -63,10 +64,13 @@ struct PlanReport<'a> {
 
 /// Run `dpx account --config`.
 pub fn run(config: &Path, data_dir: Option<&Path>, json: bool) -> anyhow::Result<ExitCode> {
-    let exp = build_experiment(config, data_dir)?;
-    if let Some(acc) = &exp.accelerated {
-        return super::plan_accelerated::run(config, &exp, acc, json);
-    }
+    let exp = match plan_experiment(config, data_dir)? {
+        Ok(planned) => planned,
+        Err(full) => match &full.accelerated {
+            Some(acc) => return super::plan_accelerated::run(config, &full, acc, json),
+            None => unreachable!("only [accelerated] configs are built in full"),
+        },
+    };
     let plan = &exp.plan;
     let privacy = plan.privacy.as_ref();
     let mut epochs = Vec::new();

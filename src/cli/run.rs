@@ -33,7 +33,7 @@ use crate::report::atomic::{write_atomic, write_atomic_private};
 use crate::train::artifact::model_files;
 use crate::train::checkpoint::{self, CheckpointError, CheckpointSink, Checkpointing, SeedState};
 use crate::train::metrics::{MetricsRow, SeedStatus};
-use crate::train::prepare::Experiment;
+use crate::train::prepare::{Experiment, PlannedExperiment};
 use crate::train::{Observer, SeedEnd, train_seed_checkpointed};
 
 /// Arguments of `dpx run`.
@@ -375,13 +375,34 @@ fn check_writable(dir: &Path) -> anyhow::Result<()> {
 pub fn build_experiment(config: &Path, data_dir: Option<&Path>) -> anyhow::Result<Experiment> {
     let spec = crate::config::load(config).map_err(bad_input)?;
     let data_dir = super::data_dir_or_default(data_dir);
-    Experiment::build(spec, &data_dir).map_err(|e| {
-        if e.is_bad_input() {
-            bad_input(e)
-        } else {
-            e.into()
-        }
-    })
+    Experiment::build(spec, &data_dir).map_err(train_error)
+}
+
+/// [`build_experiment`]'s model and plan alone ([`Experiment::plan_only`]), for `dpx account
+/// --config`; `[accelerated]` configs get the whole experiment (their plan needs the data's
+/// optimum).
+pub fn plan_experiment(
+    config: &Path,
+    data_dir: Option<&Path>,
+) -> anyhow::Result<Result<PlannedExperiment, Box<Experiment>>> {
+    let spec = crate::config::load(config).map_err(bad_input)?;
+    let data_dir = super::data_dir_or_default(data_dir);
+    if spec.accelerated.is_some() {
+        let exp = Experiment::build(spec, &data_dir).map_err(train_error)?;
+        return Ok(Err(Box::new(exp)));
+    }
+    Ok(Ok(
+        Experiment::plan_only(spec, &data_dir).map_err(train_error)?
+    ))
+}
+
+/// A training error as the CLI reports it: bad input (exit code 2) when it is the user's.
+fn train_error(e: crate::train::TrainError) -> anyhow::Error {
+    if e.is_bad_input() {
+        bad_input(e)
+    } else {
+        e.into()
+    }
 }
 
 /// Run `dpx run`.

@@ -67,24 +67,7 @@ impl Experiment {
     /// run (calibrating the noise when the budget is given as ε).
     pub fn build(spec: ExperimentSpec, data_dir: &Path) -> Result<Self, TrainError> {
         let data = prepare_data(&spec, data_dir)?;
-        let model = build_model(&spec, &data)?;
-        spec.check_against_data(data.train.len(), data.train.num_features())?;
-        check_augmentation(&spec, &data.train.sample_shape)?;
-        let plan = TrainingPlan::new(&spec, data.train.len())?;
-        // A policy that materialises [B, P] (AdaCliP) is refused before training when the
-        // (expected) batch does not fit the memory limit.
-        if plan.clip.materializes() {
-            crate::grad::check_materialize_budget(
-                spec.train.sampler.batch_size(),
-                model.num_params(),
-                model.materialize_limit_bytes(),
-            )
-            .map_err(|e| crate::config::ConfigError::DataMismatch {
-                at: crate::config::Location::file(&spec.source),
-                key: "clip.policy".into(),
-                reason: e.to_string(),
-            })?;
-        }
+        let (model, plan) = plan_and_model(&spec, &data, data.train.len())?;
         let accelerated = match &spec.accelerated {
             Some(acc) => Some(super::accelerated::AcceleratedExperiment::build(
                 &spec, acc, &data, data_dir,
@@ -101,6 +84,69 @@ impl Experiment {
             accelerated,
         })
     }
+}
+
+/// What `dpx account --config` needs of an experiment: its spec, model and plan.
+#[derive(Debug, Clone)]
+pub struct PlannedExperiment {
+    pub spec: ExperimentSpec,
+    pub model: Model,
+    pub plan: TrainingPlan,
+}
+
+impl Experiment {
+    /// The model and plan of [`Experiment::build`] for the same spec, without preparing all the
+    /// data: the examples are chosen as a run chooses them (so the plan sees the same number of
+    /// training examples), then only the first few of each split go through the feature map,
+    /// standardisation and the model's checks, and scattering features are neither read from nor
+    /// written to the cache. A run's plan depends on the data only through that number (a test
+    /// checks the two plans' events agree). `[accelerated]` runs and PCA (whose fit needs the
+    /// whole training split) are built in full.
+    pub fn plan_only(
+        spec: ExperimentSpec,
+        data_dir: &Path,
+    ) -> Result<PlannedExperiment, TrainError> {
+        if spec.accelerated.is_some() || spec.data.pca_components.is_some() {
+            let exp = Experiment::build(spec, data_dir)?;
+            return Ok(PlannedExperiment {
+                spec: exp.spec,
+                model: exp.model,
+                plan: exp.plan,
+            });
+        }
+        let (data, n_train) = prepare_data_with(&spec, data_dir, Some(PLAN_ONLY_ROWS))?;
+        let (model, plan) = plan_and_model(&spec, &data, n_train)?;
+        load_init_from(&spec, &model)?;
+        Ok(PlannedExperiment { spec, model, plan })
+    }
+}
+
+/// The model for `data` and the plan for `n_train` training examples, with every check
+/// [`Experiment::build`] makes of the spec against the data.
+fn plan_and_model(
+    spec: &ExperimentSpec,
+    data: &PreparedData,
+    n_train: usize,
+) -> Result<(Model, TrainingPlan), TrainError> {
+    let model = build_model(spec, data)?;
+    spec.check_against_data(n_train, data.train.num_features())?;
+    check_augmentation(spec, &data.train.sample_shape)?;
+    let plan = TrainingPlan::new(spec, n_train)?;
+    // A policy that materialises [B, P] (AdaCliP) is refused before training when the
+    // (expected) batch does not fit the memory limit.
+    if plan.clip.materializes() {
+        crate::grad::check_materialize_budget(
+            spec.train.sampler.batch_size(),
+            model.num_params(),
+            model.materialize_limit_bytes(),
+        )
+        .map_err(|e| crate::config::ConfigError::DataMismatch {
+            at: crate::config::Location::file(&spec.source),
+            key: "clip.policy".into(),
+            reason: e.to_string(),
+        })?;
+    }
+    Ok((model, plan))
 }
 
 fn named(dataset: DatasetName) -> Option<NamedDataset> {
@@ -295,6 +341,21 @@ fn keyed<'a>(spec: &'a ExperimentSpec, key: &'static str) -> impl Fn(DataError) 
 
 /// Load and preprocess the data of `spec`.
 pub fn prepare_data(spec: &ExperimentSpec, data_dir: &Path) -> Result<PreparedData, TrainError> {
+    prepare_data_with(spec, data_dir, None).map(|(data, _)| data)
+}
+
+/// Rows of each split kept by [`Experiment::plan_only`]'s preparation.
+const PLAN_ONLY_ROWS: usize = 64;
+
+/// [`prepare_data`]; with `head = Some(k)`, every split is cut to its first k examples right after
+/// the examples are chosen (classes, public part, subsample, validation split), and scattering
+/// features are computed for those alone without the cache: the same steps and checks on a
+/// few rows. Also returns the number of training examples before that cut.
+fn prepare_data_with(
+    spec: &ExperimentSpec,
+    data_dir: &Path,
+    head: Option<usize>,
+) -> Result<(PreparedData, usize), TrainError> {
     let d = &spec.data;
     let mut data = load(spec, data_dir)?;
     let mut notes = Vec::new();
@@ -366,6 +427,12 @@ pub fn prepare_data(spec: &ExperimentSpec, data_dir: &Path) -> Result<PreparedDa
         data.train = train;
         validation = Some(val);
     }
+    let n_train = data.train.len();
+    if let Some(k) = head {
+        data.train = first_rows(&data.train, k);
+        data.test = first_rows(&data.test, k);
+        validation = validation.map(|v| first_rows(&v, k));
+    }
     let mut sets: Vec<&mut Dataset> = vec![&mut data.train, &mut data.test];
     if let Some(v) = validation.as_mut() {
         sets.push(v);
@@ -395,7 +462,7 @@ pub fn prepare_data(spec: &ExperimentSpec, data_dir: &Path) -> Result<PreparedDa
             if let Some(st) = &input {
                 st.apply(set)?;
             }
-            *set = scattering_features(spec, data_dir, dataset, split, j, angles, set)?;
+            *set = scattering_features(spec, data_dir, (dataset, split), (j, angles), set, head)?;
         }
     }
     if let Some(ps) = d.private_standardization {
@@ -459,12 +526,26 @@ pub fn prepare_data(spec: &ExperimentSpec, data_dir: &Path) -> Result<PreparedDa
             "rows rescaled by {factor:.6} so the largest training row norm is {max_norm} (a data-dependent scale, not privatised)"
         ));
     }
-    Ok(PreparedData {
-        train: data.train,
-        validation,
-        test: data.test,
-        notes,
-    })
+    Ok((
+        PreparedData {
+            train: data.train,
+            validation,
+            test: data.test,
+            notes,
+        },
+        n_train,
+    ))
+}
+
+/// The first `k` examples of `set` (all of them when it has fewer).
+fn first_rows(set: &Dataset, k: usize) -> Dataset {
+    let k = k.min(set.len());
+    Dataset {
+        features: set.features.slice(ndarray::s![..k, ..]).to_owned(),
+        labels: set.labels[..k].to_vec(),
+        sample_shape: set.sample_shape.clone(),
+        num_classes: set.num_classes,
+    }
 }
 
 /// `data.standardize = "private"`: the clipped moment sums of `train` released through the
@@ -521,14 +602,15 @@ fn private_standardizer(
 
 /// The scattering features of one split (`data.features = "scattering"`), cached under
 /// `data_dir` (`data::scattering_cache`).
+/// With `head` set (a plan-only preparation of a few rows), the transform runs on `set` directly and
+/// nothing is cached.
 fn scattering_features(
     spec: &ExperimentSpec,
     data_dir: &Path,
-    dataset: &str,
-    split: &str,
-    j: usize,
-    angles: usize,
+    (dataset, split): (&str, &str),
+    (j, angles): (usize, usize),
     set: &Dataset,
+    head: Option<usize>,
 ) -> Result<Dataset, TrainError> {
     let [_, h, w] = set.sample_shape[..] else {
         return Err(keyed(spec, "data.features")(DataError::InvalidParameter {
@@ -539,6 +621,11 @@ fn scattering_features(
     };
     let s = crate::data::scattering::Scattering2d::new(h, w, j, angles)
         .map_err(keyed(spec, "data.features"))?;
+    if head.is_some() {
+        return s
+            .transform_dataset(set)
+            .map_err(keyed(spec, "data.features"));
+    }
     crate::data::scattering_cache::transform_cached(&s, data_dir, dataset, split, set)
         .map_err(keyed(spec, "data.features"))
 }
