@@ -1,15 +1,16 @@
 //! An estimate of a run's peak memory, made before anything is deleted, written or trained.
 //!
-//! The estimate adds what a run holds at its peak: the prepared data, the plan's per-step
-//! vectors, and for every seed training at the same time its parameters and optimiser state,
-//! one step's activations and deltas (the kept forward pass, the backward pass and their
-//! temporaries: three times the activations of the largest batch a step is likely to draw), the
-//! per-sample convolution cache, a materialised `[B, P]` matrix for policies that form one, and
-//! one evaluation chunk of 1024 examples. With `[train.augmentation]` a step's activations hold
-//! K views of each example, and forming each example's mean gradient takes two `[P]` buffers per
-//! worker thread (no convolution cache then); with `train.ema_decay`, one more parameter vector. It is meant to catch a configuration that cannot run
-//! (hundreds of GB) with a clear message, not to predict the resident size to the megabyte:
-//! small allocations (scratch buffers, the rows written) are left out.
+//! The estimate adds what a run holds at its peak: the prepared data, the plan's per-step vectors,
+//! and for every seed training at the same time its parameters and optimiser state, one step's
+//! activations and deltas (the kept forward pass, the backward pass and their temporaries: three
+//! times the activations of the largest batch a step is likely to draw), the per-sample convolution
+//! cache, a materialised `[B, P]` matrix for policies that form one, one evaluation chunk of
+//! 1024 examples and the `[P]` partial sums of a step's data-parallel shards. With
+//! `[train.augmentation]` a step's activations hold K views of each example, and forming each
+//! example's mean gradient takes two `[P]` buffers per worker thread (no convolution cache then);
+//! with `train.ema_decay`, one more parameter vector. It is meant to catch a configuration that
+//! cannot run (hundreds of GB) with a clear message, not to predict the resident size to the
+//! megabyte: small allocations (scratch buffers, the rows written) are left out.
 
 use super::prepare::Experiment;
 use crate::config::spec::Sampler;
@@ -121,6 +122,20 @@ pub fn estimate(exp: &Experiment, concurrent_seeds: usize) -> MemoryEstimate {
     } else {
         0
     };
+    // The shards' partial sums of the clipped gradient, `[P]` f64 each (at most 256 MiB).
+    let shards = crate::model::per_sample::shard_ranges(
+        usize::try_from(examples).unwrap_or(usize::MAX),
+        usize::try_from(views).unwrap_or(usize::MAX),
+        exp.model.num_params(),
+        exp.model
+            .step_flops(usize::try_from(batch).unwrap_or(usize::MAX), true),
+    )
+    .len() as u64;
+    let partial_sums = if shards > 1 {
+        mul(shards, mul(p, 8))
+    } else {
+        0
+    };
     let ema = if exp.spec.train.ema_decay.is_some() {
         mul(p, 4)
     } else {
@@ -154,6 +169,10 @@ pub fn estimate(exp: &Experiment, concurrent_seeds: usize) -> MemoryEstimate {
         Part {
             what: "the augmented views' mean gradients",
             bytes: mul(seeds, view_means),
+        },
+        Part {
+            what: "the data-parallel shards' partial sums",
+            bytes: mul(seeds, partial_sums),
         },
         Part {
             what: "the parameters' moving average",
@@ -203,6 +222,37 @@ mod tests {
             expected_batch_size: 100,
         });
         assert!((160..=170).contains(&b), "{b}");
+    }
+
+    /// A logistic model on synthetic data with Poisson batches of `batch`.
+    fn experiment(batch: usize) -> Experiment {
+        let text = format!(
+            "[experiment]\nname = \"m\"\n[data]\ndataset = \"gaussian_mixture\"\n\
+             [data.synthetic]\nn_train = 2000\nn_test = 100\nn_features = 8\nn_classes = 3\n\
+             [model]\narchitecture = \"logistic\"\n[train]\nsteps = 2\n\
+             expected_batch_size = {batch}\nlearning_rate = 0.1\n[clip]\nclip_norm = 1.0\n\
+             [noise]\nnoise_multiplier = 1.0\n[privacy]\ndelta = 1e-5\n"
+        );
+        let spec = crate::config::load_str(&text, std::path::Path::new("m.toml")).expect("valid");
+        Experiment::build(spec, std::path::Path::new("unused")).expect("built")
+    }
+
+    #[test]
+    fn the_shards_partial_sums_are_counted() {
+        let shards_part = |exp: &Experiment| {
+            estimate(exp, 1)
+                .parts
+                .into_iter()
+                .find(|p| p.what.contains("shards"))
+                .map(|p| p.bytes)
+        };
+        // A large batch is cut into several shards, each with a [P] f64 partial sum.
+        let large = experiment(1500);
+        let p = large.model.num_params() as u64;
+        let bytes = shards_part(&large).expect("counted");
+        assert!(bytes >= 2 * 8 * p && bytes.is_multiple_of(8 * p), "{bytes}");
+        // One shard adds nothing: its sum is the step's gradient.
+        assert_eq!(shards_part(&experiment(40)), None);
     }
 
     #[test]
