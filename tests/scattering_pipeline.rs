@@ -1,7 +1,7 @@
 //! `data.features = "scattering"`: its config keys (checks, resolved output), the data
 //! preparation (shapes after the transform) and the on-disk feature cache (reuse, damage).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use dpx::config;
 use dpx::train::prepare::{Experiment, prepare_data};
@@ -107,14 +107,20 @@ fn scattering_spec(mnist: &Path, file: &Path, extra: &str) -> config::Experiment
     .expect("valid")
 }
 
-#[test]
-fn prepared_data_and_cache() {
+/// A temporary directory holding `n` MNIST-format images in `mnist/`, with the data directory and
+/// config path a test uses beside them: (the directory, kept alive; mnist; data dir; config file).
+fn mnist_workspace(n: u32) -> (tempfile::TempDir, PathBuf, PathBuf, PathBuf) {
     let dir = tempfile::tempdir().expect("tempdir");
     let mnist = dir.path().join("mnist");
     std::fs::create_dir(&mnist).expect("mkdir");
-    mnist::tiny_mnist(&mnist, 20, 7919);
-    let data_dir = dir.path().join("data");
-    let file = dir.path().join("x.toml");
+    mnist::tiny_mnist(&mnist, n, 7919);
+    let (data_dir, file) = (dir.path().join("data"), dir.path().join("x.toml"));
+    (dir, mnist, data_dir, file)
+}
+
+#[test]
+fn prepared_data_and_cache() {
+    let (_dir, mnist, data_dir, file) = mnist_workspace(20);
     let spec = |extra: &str| scattering_spec(&mnist, &file, extra);
     let s = spec("validation_fraction = 0.25");
     let first = prepare_data(&s, &data_dir).expect("prepared");
@@ -259,12 +265,7 @@ fn models_build_on_scattering_features() {
 
 #[test]
 fn input_constants_normalise_the_pixels_before_the_transform() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let mnist = dir.path().join("mnist");
-    std::fs::create_dir(&mnist).expect("mkdir");
-    mnist::tiny_mnist(&mnist, 12, 7919);
-    let data_dir = dir.path().join("data");
-    let file = dir.path().join("x.toml");
+    let (_dir, mnist, data_dir, file) = mnist_workspace(12);
     let spec = |extra: &str| scattering_spec(&mnist, &file, extra);
     let plain = prepare_data(&spec(""), &data_dir).expect("prepared");
     // The transform is positively homogeneous: pixels / 2 give features / 2 (a power of two,
@@ -324,13 +325,8 @@ fn input_constants_normalise_the_pixels_before_the_transform() {
 
 #[test]
 fn plan_only_gives_the_full_plan_and_model_without_computing_the_features() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let mnist = dir.path().join("mnist");
-    std::fs::create_dir(&mnist).expect("mkdir");
     // More examples than the plan-only preparation keeps, so the count must come from all.
-    mnist::tiny_mnist(&mnist, 150, 7919);
-    let data_dir = dir.path().join("data");
-    let file = dir.path().join("x.toml");
+    let (_dir, mnist, data_dir, file) = mnist_workspace(150);
     let text = config_text(
         "mnist",
         &format!(

@@ -343,12 +343,11 @@ impl<'a> BatchGradients<'a> {
         if let [shard] = self.shards.as_slice() {
             return partial(shard);
         }
-        let parts: Vec<Array1<f64>> = self.shards.par_iter().map(partial).collect();
-        let mut parts = parts.into_iter();
-        let Some(mut out) = parts.next() else {
+        let mut parts: Vec<Array1<f64>> = self.shards.par_iter().map(partial).collect();
+        let rest = parts.split_off(1);
+        let Some(mut out) = parts.pop() else {
             unreachable!("a batch has at least one shard")
         };
-        let rest: Vec<Array1<f64>> = parts.collect();
         const BLOCK: usize = 4096;
         let Some(slice) = out.as_slice_mut() else {
             unreachable!("a fresh array is contiguous")
