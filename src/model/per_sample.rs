@@ -371,7 +371,7 @@ impl<'a> BatchGradients<'a> {
         shard: &Shard<'_>,
         weights: Option<ArrayView2<'_, f64>>,
     ) -> Array1<f64> {
-        let mut out = Array1::<f64>::zeros(self.num_params);
+        let mut out = super::sums::zeros_f64(self.num_params);
         let done = shard.squared.get();
         if let Some(means) = done.and_then(|(_, _, kept)| kept.as_ref()) {
             // With views and the norm pass done: a pass over the kept mean rows, group by group.

@@ -1,7 +1,8 @@
 //! Special functions for privacy maths, in `f64`: log-space sums and the normal distribution.
 //!
-//! Shared by every accountant so that each tail probability is computed one way. Uses `libm`
-//! for `erfc` and `lgamma`; tails far beyond `erfc`'s range use the asymptotic series.
+//! Shared by every accountant so that each tail probability is computed one way. Uses the C
+//! library's `erfc` (the `libm` crate's where there is no C library) and `libm`'s `lgamma`; tails
+//! far beyond `erfc`'s range use the asymptotic series.
 
 use std::f64::consts::{FRAC_1_SQRT_2, PI};
 
@@ -28,6 +29,28 @@ pub fn log_sub_exp(a: f64, b: f64) -> f64 {
     a + (-(b - a).exp_m1()).ln()
 }
 
+/// erfc(x), from the platform's C maths library where there is one, else from the `libm` crate.
+///
+/// The PLD factories evaluate two normal CDFs per curve point, so this is their hottest call:
+/// glibc's `erfc` took 17–18 ns against 28 ns for the `libm` crate's (a port of musl's), with the
+/// two within 7.2e-16 relative on 2.9 million points of [−6, 6] (measured 2026-11-26).
+#[inline]
+pub(crate) fn erfc(x: f64) -> f64 {
+    #[cfg(any(unix, windows))]
+    {
+        unsafe extern "C" {
+            #[link_name = "erfc"]
+            fn c_erfc(x: f64) -> f64;
+        }
+        // SAFETY: C99's erfc is a pure function of one double, defined for every input.
+        unsafe { c_erfc(x) }
+    }
+    #[cfg(not(any(unix, windows)))]
+    {
+        libm::erfc(x)
+    }
+}
+
 /// ln Γ(x) for x > 0.
 pub fn ln_gamma(x: f64) -> f64 {
     libm::lgamma_r(x).0
@@ -39,12 +62,12 @@ pub fn ln_gamma(x: f64) -> f64 {
 /// assert!((dpx::privacy::special::normal_cdf(0.0) - 0.5).abs() < 1e-16);
 /// ```
 pub fn normal_cdf(x: f64) -> f64 {
-    0.5 * libm::erfc(-x * FRAC_1_SQRT_2)
+    0.5 * erfc(-x * FRAC_1_SQRT_2)
 }
 
 /// The standard normal survival function 1 − Φ(x), accurate in the upper tail.
 pub fn normal_sf(x: f64) -> f64 {
-    0.5 * libm::erfc(x * FRAC_1_SQRT_2)
+    0.5 * erfc(x * FRAC_1_SQRT_2)
 }
 
 /// ln Φ(x), accurate for very negative x (where Φ(x) underflows).
@@ -104,7 +127,7 @@ pub(crate) const SQRT_FRAC_PI_2: f64 = 1.253_314_137_315_500_3;
 /// ln √(2π).
 pub(crate) const LN_SQRT_2PI: f64 = 0.918_938_533_204_672_8;
 
-/// erfcx(x) = e^{x²}·erfc(x) for x ≥ 0, to about 1e-15 relative. Below 1.25 it is libm's erfc times
+/// erfcx(x) = e^{x²}·erfc(x) for x ≥ 0, to about 1e-15 relative. Below 1.25 it is [`erfc`] times
 /// e^{x²}; on [1.25, 26) the rational approximations of FreeBSD's `s_erf.c` (the ones libm's
 /// `erfc` uses; coefficients © 1993 Sun Microsystems, "Permission to use, copy, modify, and
 /// distribute this software is freely granted, provided that this notice is preserved"), which
@@ -154,7 +177,7 @@ pub(crate) fn erfcx(x: f64) -> f64 {
         coefs.iter().rev().fold(0.0, |acc, &c| acc * s + c)
     }
     if x < 1.25 {
-        return libm::erfc(x) * (x * x).exp();
+        return erfc(x) * (x * x).exp();
     }
     if x < 26.0 {
         let s = 1.0 / (x * x);

@@ -18,7 +18,7 @@ use super::{
     Backward, BackwardContext, BuildContext, Forward, Layer, LayerGradients, NormContext,
     ParamTensor, Saved, Shape, init_uniform_fan_in, tensor_matrix,
 };
-use crate::model::linalg::{gemm, gemm_uninit};
+use crate::model::linalg::{gemm, gemm_uninit, transposed};
 use crate::model::sums::{
     bias_sum, scale_rows, sum_squares, sum_squares_slice, toward_zero_f32, write_f64,
 };
@@ -55,6 +55,14 @@ impl Dense {
     }
 }
 
+/// From this many rows the forward product copies `Wᵀ` row-major first: the copy is one pass over
+/// the weights, at most an eighth of the product's multiply-adds.
+const MIN_ROWS_FOR_TRANSPOSED_COPY: usize = 8;
+
+/// Narrower layers (a 10-class output) are packed quickly enough from the view: the copy's task
+/// dispatch cost more than it saved on `logreg_mnist` (784 → 10).
+const MIN_UNITS_FOR_TRANSPOSED_COPY: usize = 32;
+
 impl Layer for Dense {
     fn output_shape(&self) -> Shape {
         Shape::Flat(self.units)
@@ -81,17 +89,29 @@ impl Layer for Dense {
         let w = self.weight(&params);
         let b = params.slice(s![self.tensors[1].range.clone()]);
         // The `β = 1` start of `X Wᵀ + b`: every row set to the bias.
-        let mut out = Array2::<f32>::zeros((input.nrows(), b.len()));
-        out.rows_mut().into_iter().for_each(|mut r| r.assign(&b));
-        gemm(input, w.t(), 1.0, out.view_mut());
+        let mut out = Array2::<f32>::uninit((input.nrows(), b.len()));
+        out.rows_mut()
+            .into_iter()
+            .for_each(|mut r| r.zip_mut_with(&b, |o, &v| *o = std::mem::MaybeUninit::new(v)));
+        // SAFETY: every row was written just above.
+        let mut out = unsafe { out.assume_init() };
+        if input.nrows() >= MIN_ROWS_FOR_TRANSPOSED_COPY
+            && self.units >= MIN_UNITS_FOR_TRANSPOSED_COPY
+        {
+            // A row-major Wᵀ: the backend packs a transposed view on one thread (linalg docs).
+            gemm(input, transposed(w).view(), 1.0, out.view_mut());
+        } else {
+            gemm(input, w.t(), 1.0, out.view_mut());
+        }
         Forward::plain(out)
     }
 
     fn backward(&self, ctx: BackwardContext<'_>, d: Array2<f32>, input_gradient: bool) -> Backward {
         let dx = input_gradient.then(|| {
-            let mut dx = Array2::<f32>::zeros((ctx.batch, self.inputs));
-            gemm(d.view(), self.weight(&ctx.params), 0.0, dx.view_mut());
-            dx
+            let mut dx = Array2::<f32>::uninit((ctx.batch, self.inputs));
+            gemm_uninit(d.view(), self.weight(&ctx.params), dx.view_mut());
+            // SAFETY: `gemm_uninit` wrote every element.
+            unsafe { dx.assume_init() }
         });
         Backward {
             input_gradient: dx,
