@@ -28,9 +28,10 @@ use rayon::prelude::*;
 /// Why: a right-hand side given as a transposed view (a dense layer's `X·Wᵀ` with `W` stored
 /// `[out, in]`) is packed by the backend on one thread. Measured on the MLP's `256 × 512 × 512`
 /// product (2026-11-26, one AMD EPYC core at ~110 GFLOP/s of sgemm): 81 GFLOP/s on one thread and
-/// 1.32–1.39× on two from the view, against 107 GFLOP/s and 172 GFLOP/s (1.6×) with this copy
-/// made first, copy included. The values are copied exactly, so only the backend's blocking can
-/// tell the two apart.
+/// 1.32–1.46× on two from the view, against 113 GFLOP/s and 1.90–1.95× from a row-major
+/// right-hand side; with a copy made first (the `transpose` crate's, in that measurement) and
+/// counted, 107 GFLOP/s and 172 GFLOP/s. The values are copied exactly, so only the backend's
+/// blocking can tell the two apart.
 pub fn transposed(a: ArrayView2<'_, f32>) -> Array2<f32> {
     let (m, n) = a.dim();
     let Some(src) = a.as_slice() else {

@@ -89,12 +89,10 @@ impl Layer for Dense {
         let w = self.weight(&params);
         let b = params.slice(s![self.tensors[1].range.clone()]);
         // The `β = 1` start of `X Wᵀ + b`: every row set to the bias.
-        let mut out = Array2::<f32>::uninit((input.nrows(), b.len()));
-        out.rows_mut()
-            .into_iter()
-            .for_each(|mut r| r.zip_mut_with(&b, |o, &v| *o = std::mem::MaybeUninit::new(v)));
-        // SAFETY: every row was written just above.
-        let mut out = unsafe { out.assume_init() };
+        let Some(rows_of_bias) = b.broadcast((input.nrows(), b.len())) else {
+            unreachable!("a vector broadcasts to rows of its own length")
+        };
+        let mut out = rows_of_bias.to_owned();
         if input.nrows() >= MIN_ROWS_FOR_TRANSPOSED_COPY
             && self.units >= MIN_UNITS_FOR_TRANSPOSED_COPY
         {
