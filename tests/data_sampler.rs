@@ -3,7 +3,9 @@
 //! fails with probability below about 1e−6 per check (and never, at these fixed seeds).
 
 use dpx::data::DataError;
-use dpx::data::sampler::{FixedSizeSampler, PoissonSampler, Sampler, ShuffleSampler};
+use dpx::data::sampler::{
+    CyclicPoissonSampler, FixedSizeSampler, PoissonSampler, Sampler, ShuffleSampler,
+};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
@@ -217,4 +219,91 @@ fn sampler_enum_dispatches() {
         let b = s.next_batch(&mut rng);
         assert_sorted_distinct_below(&b, 100);
     }
+}
+
+/// b-min-separated Poisson sampling, n = 3000, b = 6, q_group = 0.3 over S = 6000 steps:
+/// - every example is drawn only in steps t ≡ g (mod b) for its group g, so two draws of one
+///   example are at least b steps apart;
+/// - group sizes ~ Binomial(n, 1/b): mean 500, sd √(n/b(1 − 1/b)) = 20.4;
+/// - an example of group g is drawn in each of its S/b = 1000 slots with probability q: its
+///   count ~ Binomial(1000, 0.3), and the total over all examples has mean n·1000·q = 900000,
+///   sd √(n·1000·q(1 − q)) = 793.7.
+#[test]
+fn cyclic_poisson_draws_each_example_only_in_its_groups_steps() {
+    let (n, b, q, steps) = (3000usize, 6usize, 0.3f64, 6000u64);
+    let mut partition = ChaCha8Rng::seed_from_u64(5);
+    let mut s = CyclicPoissonSampler::new(n, b, q, &mut partition).unwrap();
+    assert_eq!(s.expected_batch_size(), q * n as f64 / b as f64);
+    let mut rng = ChaCha8Rng::seed_from_u64(6);
+    let mut group = vec![usize::MAX; n];
+    let mut last = vec![None::<u64>; n];
+    let mut total = 0u64;
+    let mut batch = Vec::new();
+    for t in 0..steps {
+        assert_eq!(s.step(), t);
+        s.next_batch_into(&mut rng, &mut batch);
+        assert_sorted_distinct_below(&batch, n);
+        total += batch.len() as u64;
+        for &i in &batch {
+            let g = (t % b as u64) as usize;
+            assert!(
+                group[i] == usize::MAX || group[i] == g,
+                "example {i} in two groups"
+            );
+            group[i] = g;
+            if let Some(prev) = last[i] {
+                assert!(t - prev >= b as u64);
+            }
+            last[i] = Some(t);
+        }
+    }
+    assert!(
+        group.iter().all(|&g| g != usize::MAX),
+        "an example never drawn"
+    );
+    for g in 0..b {
+        let size = group.iter().filter(|&&x| x == g).count() as f64;
+        assert!((size - 500.0).abs() < 5.0 * 20.4, "group {g}: {size}");
+    }
+    let mean = n as f64 * (steps / b as u64) as f64 * q;
+    assert!(
+        (total as f64 - mean).abs() < 5.0 * (mean * (1.0 - q)).sqrt(),
+        "{total}"
+    );
+}
+
+#[test]
+fn cyclic_poisson_with_one_group_is_poisson_draw_for_draw() {
+    let (n, q) = (500usize, 0.07f64);
+    let plain = PoissonSampler::new(n, q).unwrap();
+    let mut partition = ChaCha8Rng::seed_from_u64(1);
+    let untouched = partition.clone();
+    let mut cyclic = CyclicPoissonSampler::new(n, 1, q, &mut partition).unwrap();
+    assert_eq!(partition, untouched, "one group draws nothing");
+    let (mut a, mut b) = (ChaCha8Rng::seed_from_u64(9), ChaCha8Rng::seed_from_u64(9));
+    for _ in 0..200 {
+        assert_eq!(plain.next_batch(&mut a), {
+            let mut out = Vec::new();
+            cyclic.next_batch_into(&mut b, &mut out);
+            out
+        });
+    }
+    // A resumed sampler continues from its step.
+    let mut p1 = ChaCha8Rng::seed_from_u64(2);
+    let mut p2 = ChaCha8Rng::seed_from_u64(2);
+    let mut s1 = CyclicPoissonSampler::new(n, 3, 0.2, &mut p1).unwrap();
+    let mut s2 = CyclicPoissonSampler::new(n, 3, 0.2, &mut p2).unwrap();
+    let (mut r1, mut r2) = (ChaCha8Rng::seed_from_u64(4), ChaCha8Rng::seed_from_u64(4));
+    let mut out1 = Vec::new();
+    for _ in 0..5 {
+        s1.next_batch_into(&mut r1, &mut out1);
+    }
+    s2.set_step(5);
+    let mut r2b = r1.clone();
+    let mut out2 = Vec::new();
+    s1.next_batch_into(&mut r1, &mut out1);
+    s2.next_batch_into(&mut r2b, &mut out2);
+    assert_eq!(out1, out2);
+    let _ = &mut r2;
+    assert!(CyclicPoissonSampler::new(n, 0, 0.2, &mut p2).is_err());
 }

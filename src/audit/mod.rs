@@ -164,6 +164,11 @@ pub fn check(exp: &Experiment, opts: &AuditOptions) -> Result<(), AuditError> {
             "clip.policy: dpx audit audits flat clipping only",
         ));
     }
+    if exp.plan.bandmf.is_some() {
+        return Err(unsupported(
+            "noise.mechanism: dpx audit audits independent noise only (its canary test assumes each step's noise is fresh); remove noise.mechanism = \"bandmf\"",
+        ));
+    }
     if exp.spec.train.augmentation.is_some() {
         return Err(unsupported(
             "train.augmentation: dpx audit trains on the examples as they are; remove [train.augmentation] to audit the same mechanism (the views change the gradients, not the release)",
@@ -352,7 +357,7 @@ pub fn audit_seed(
             scores[i] += step_score(x, sigma_seen, q);
         }
 
-        ledger.record(plan.step_event(releases));
+        ledger.record(plan.step_event(t, releases));
         g.mapv_inplace(|v| v / plan.expected_batch_size);
         model.add_l2_gradient(params.view(), &mut g);
         model.mask_frozen(&mut g);

@@ -427,6 +427,28 @@ impl NoiseScheduleKind {
     }
 }
 
+/// `noise.mechanism`: how each step's Gaussian noise relates to the other steps'.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum NoiseMechanismKind {
+    /// Fresh noise at every step (DP-SGD).
+    #[default]
+    Independent,
+    /// Banded matrix factorization: each step's noise is a fixed combination of the fresh draws
+    /// of the last `noise.bands` steps (Choquette-Choo et al. 2023; `privacy::bandmf`).
+    Bandmf,
+}
+
+impl NoiseMechanismKind {
+    /// The name as written in the TOML.
+    pub fn name(self) -> &'static str {
+        match self {
+            NoiseMechanismKind::Independent => "independent",
+            NoiseMechanismKind::Bandmf => "bandmf",
+        }
+    }
+}
+
 /// `accelerated.method`: the accelerated DP method (Kuru et al. 2020; docs/config.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

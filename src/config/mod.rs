@@ -45,13 +45,13 @@ pub mod suggest;
 pub use error::{ConfigError, Location, Suggestion};
 pub use kinds::{
     Activation, Architecture, ClipPolicyKind, DataPart, DatasetName, LayerKind, LrScheduleKind,
-    NoiseScheduleKind, NormSource, OptimizerKind, SamplerKind, Standardize,
+    NoiseMechanismKind, NoiseScheduleKind, NormSource, OptimizerKind, SamplerKind, Standardize,
 };
 pub use raw::RawConfig;
 pub use spec::{
     Budget, ClipSpec, DataSource, DataSpec, Every, ExperimentSpec, LayerSpec, LrSchedule,
-    ModelArchitecture, ModelSpec, NoiseSchedule, OptimizerSpec, OutputSpec, PrivacySpec, Sampler,
-    SyntheticSpec, TestSet, Threads, TrainLength, TrainSpec, validate,
+    ModelArchitecture, ModelSpec, NoiseMechanism, NoiseSchedule, OptimizerSpec, OutputSpec,
+    PrivacySpec, Sampler, SyntheticSpec, TestSet, Threads, TrainLength, TrainSpec, validate,
 };
 
 /// Experiment files larger than this are refused before reading (a config is a few KiB).

@@ -20,8 +20,8 @@ use super::kinds::{
 };
 use super::kinds::{
     Activation, AdaclipInitialStd, AdaclipVarianceScale, Architecture, ClipPolicyKind, DataPart,
-    DatasetName, Features, LayerKind, LayerSplitKind, LrScheduleKind, NoiseScheduleKind,
-    NormSource, OptimizerKind, SamplerKind, Standardize,
+    DatasetName, Features, LayerKind, LayerSplitKind, LrScheduleKind, NoiseMechanismKind,
+    NoiseScheduleKind, NormSource, OptimizerKind, SamplerKind, Standardize,
 };
 use crate::privacy::accountant::AccountantKind;
 use crate::privacy::event::NeighbouringRelation;
@@ -466,6 +466,10 @@ pub struct RawDcsgd {
 #[serde(deny_unknown_fields)]
 pub struct RawNoise {
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub mechanism: Option<NoiseMechanismKind>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bands: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub schedule: Option<NoiseScheduleKind>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub noise_multiplier: Option<f64>,
@@ -766,6 +770,8 @@ impl RawConfig {
                 }),
             },
             noise: RawNoise {
+                mechanism: Some(NoiseMechanismKind::Bandmf),
+                bands: Some(4),
                 schedule: Some(NoiseScheduleKind::Constant),
                 noise_multiplier: Some(1.0),
                 power: Some(1.0),

@@ -17,8 +17,8 @@ use super::raw::{RawAccelerated, RawNumberOrWord};
 use super::spec::{AcceleratedSpec, MomentumSpec, SensitivitySpec, SmoothnessSpec};
 use super::spec::{
     Budget, ClipSpec, DEFAULT_SCATTERING_ANGLES, DEFAULT_SCATTERING_J, DataSource, Every,
-    ExperimentSpec, FeatureMap, LayerSpec, LrSchedule, ModelArchitecture, NoiseSchedule,
-    OptimizerSpec, Sampler, SyntheticSpec, TestSet, Threads, TrainLength,
+    ExperimentSpec, FeatureMap, LayerSpec, LrSchedule, ModelArchitecture, NoiseMechanism,
+    NoiseSchedule, OptimizerSpec, Sampler, SyntheticSpec, TestSet, Threads, TrainLength,
 };
 
 /// An unsigned count as the raw (i64) TOML integer. Every count in a spec was validated from an
@@ -48,6 +48,14 @@ impl ExperimentSpec {
                 None => RawNoise::default(),
                 Some(p) => {
                     let mut raw = RawNoise {
+                        // Written only when not the default, so the resolved configs of
+                        // DP-SGD runs stay as they were.
+                        mechanism: (p.mechanism != NoiseMechanism::Independent)
+                            .then(|| p.mechanism.kind()),
+                        bands: match p.mechanism {
+                            NoiseMechanism::Independent => None,
+                            NoiseMechanism::BandMf { bands } => Some(bands as i64),
+                        },
                         schedule: Some(p.noise_schedule.kind()),
                         noise_multiplier: match p.budget {
                             Budget::Calibrated { .. } => None,

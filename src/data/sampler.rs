@@ -4,6 +4,8 @@
 //!   batch size is Binomial(n, q), possibly 0. This is the sampling the subsampled-Gaussian
 //!   accountants assume (Abadi et al. 2016; Mironov et al. 2019). Cost O(batch) per step, by
 //!   jumping over Geometric(q) gaps instead of flipping n coins.
+//! - [`CyclicPoissonSampler`]: b-min-separated Poisson sampling for banded matrix
+//!   factorization: each example in one of b groups, step t Poisson-samples group t mod b.
 //! - [`ShuffleSampler`]: a fresh uniform permutation each epoch cut into batches of exactly
 //!   `batch_size` (the remainder of an epoch, n mod B examples, is dropped).
 //! - [`FixedSizeSampler`]: each step an independent uniform subset of exactly `batch_size`
@@ -90,6 +92,101 @@ impl PoissonSampler {
         let mut out = Vec::with_capacity(self.expected_batch_size().ceil() as usize + 16);
         self.next_batch_into(rng, &mut out);
         out
+    }
+}
+
+/// b-min-separated Poisson sampling (Choquette-Choo et al. 2023, "(Amplified) banded matrix
+/// factorization", Alg. 2): every example is put once into one of `groups` groups, by an
+/// independent uniform draw per example (so adding or removing an example leaves the others'
+/// groups alone), and the k-th batch Poisson-samples group k mod `groups` at `sample_rate`. An
+/// example therefore takes part at most once in any `groups` consecutive batches, in batches at
+/// least `groups` apart. With one group no draw is made and it is [`PoissonSampler`] over all
+/// examples, draw for draw.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CyclicPoissonSampler {
+    /// Each group's examples, ascending (empty when there is one group: all examples).
+    members: Vec<Vec<usize>>,
+    /// One Poisson sampler per group, over its members' positions.
+    samplers: Vec<PoissonSampler>,
+    n: usize,
+    sample_rate: f64,
+    /// Batches drawn so far.
+    step: u64,
+}
+
+impl CyclicPoissonSampler {
+    /// Groups drawn from `partition` (not drawn at all for one group); `sample_rate` in [0, 1].
+    pub fn new<R: Rng + ?Sized>(
+        n: usize,
+        groups: usize,
+        sample_rate: f64,
+        partition: &mut R,
+    ) -> Result<Self, DataError> {
+        if groups == 0 {
+            return Err(DataError::InvalidParameter {
+                name: "groups",
+                expected: "at least 1".to_string(),
+                found: "0".to_string(),
+            });
+        }
+        if groups == 1 {
+            return Ok(Self {
+                members: Vec::new(),
+                samplers: vec![PoissonSampler::new(n, sample_rate)?],
+                n,
+                sample_rate,
+                step: 0,
+            });
+        }
+        let mut members = vec![Vec::with_capacity(n / groups + 1); groups];
+        for i in 0..n {
+            members[partition.random_range(0..groups)].push(i);
+        }
+        let samplers = members
+            .iter()
+            .map(|m| PoissonSampler::new(m.len(), sample_rate))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Self {
+            members,
+            samplers,
+            n,
+            sample_rate,
+            step: 0,
+        })
+    }
+
+    /// The rate inside a group.
+    pub fn sample_rate(&self) -> f64 {
+        self.sample_rate
+    }
+
+    /// q_group · n / groups.
+    pub fn expected_batch_size(&self) -> f64 {
+        self.sample_rate * self.n as f64 / self.samplers.len() as f64
+    }
+
+    /// Batches drawn so far (the next batch is from group `step mod groups`).
+    pub fn step(&self) -> u64 {
+        self.step
+    }
+
+    /// Continue after `step` batches (a resumed run; the groups are drawn again from the same
+    /// stream by [`Self::new`]).
+    pub fn set_step(&mut self, step: u64) {
+        self.step = step;
+    }
+
+    /// Draw the next batch into `out` (cleared first), sorted ascending.
+    pub fn next_batch_into<R: Rng + ?Sized>(&mut self, rng: &mut R, out: &mut Vec<usize>) {
+        let g = (self.step % self.samplers.len() as u64) as usize;
+        self.step += 1;
+        self.samplers[g].next_batch_into(rng, out);
+        if let Some(members) = self.members.get(g) {
+            // Positions ascend and so do the members: the batch stays sorted.
+            for v in out.iter_mut() {
+                *v = members[*v];
+            }
+        }
     }
 }
 
@@ -244,6 +341,7 @@ impl FixedSizeSampler {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Sampler {
     Poisson(PoissonSampler),
+    CyclicPoisson(CyclicPoissonSampler),
     Shuffle(ShuffleSampler),
     FixedSize(FixedSizeSampler),
 }
@@ -253,6 +351,7 @@ impl Sampler {
     pub fn expected_batch_size(&self) -> f64 {
         match self {
             Sampler::Poisson(s) => s.expected_batch_size(),
+            Sampler::CyclicPoisson(s) => s.expected_batch_size(),
             Sampler::Shuffle(s) => s.expected_batch_size(),
             Sampler::FixedSize(s) => s.expected_batch_size(),
         }
@@ -262,6 +361,7 @@ impl Sampler {
     pub fn next_batch_into<R: Rng + ?Sized>(&mut self, rng: &mut R, out: &mut Vec<usize>) {
         match self {
             Sampler::Poisson(s) => s.next_batch_into(rng, out),
+            Sampler::CyclicPoisson(s) => s.next_batch_into(rng, out),
             Sampler::Shuffle(s) => s.next_batch_into(rng, out),
             Sampler::FixedSize(s) => s.next_batch_into(rng, out),
         }

@@ -152,9 +152,11 @@ impl EventLedger {
         self.record_many(event, 1);
     }
 
-    /// Record `count` consecutive occurrences of `event`.
+    /// Record `count` consecutive occurrences of `event`. `NoOp` costs nothing and is not
+    /// stored (BandMF's steps between rounds record it: their releases are covered by the
+    /// round's event, `train::plan`).
     pub fn record_many(&mut self, event: DpEvent, count: u64) {
-        if count == 0 {
+        if count == 0 || event == DpEvent::NoOp {
             return;
         }
         match self.runs.last_mut() {

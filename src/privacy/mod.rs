@@ -15,6 +15,7 @@
 //! Walls: this room never imports `model` or `train`. Maths here is `f64`.
 
 pub mod accountant;
+pub mod bandmf;
 pub mod calibrate;
 pub mod clip;
 pub mod event;

@@ -622,6 +622,7 @@ pub fn train_seed_checkpointed(
                 ema: state.ema.to_vec(),
                 steps: state.steps,
             }),
+            correlated_noise: None,
         };
         let bytes = checkpoint::encode(&snapshot, c.resolved_config, seed);
         (c.sink.save(seed, &bytes))

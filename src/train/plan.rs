@@ -7,8 +7,8 @@
 //! plan; a test checks that a real run's ledger equals [`TrainingPlan::planned_ledger`].
 
 use crate::config::spec::{
-    Budget, ClipSpec, Every, ExperimentSpec, LrSchedule as SpecLr, NoiseSchedule, OptimizerSpec,
-    Sampler,
+    Budget, ClipSpec, Every, ExperimentSpec, LrSchedule as SpecLr, NoiseMechanism, NoiseSchedule,
+    OptimizerSpec, Sampler,
 };
 use crate::config::{ConfigError, Location, NormSource, Standardize};
 use crate::optim::Optimizer;
@@ -16,6 +16,7 @@ use crate::optim::lr::LrSchedule;
 use crate::privacy::accountant::{
     AccountantKind, AccountantOptions, PrivacyReport, new_accountant,
 };
+use crate::privacy::bandmf::{self, BandedStrategy, Workload};
 use crate::privacy::calibrate::{self, Target};
 use crate::privacy::clip::dcsgd::{DcsgdParams, DcsgdRule};
 use crate::privacy::clip::{ClipPolicy, LayerSplit, adaclip, decay, quantile};
@@ -94,6 +95,39 @@ pub struct TrainingPlan {
     pub clip: ClipPolicy,
     /// `None` for a non-private run.
     pub privacy: Option<PrivacyPlan>,
+    /// `noise.mechanism = "bandmf"`: the banded strategy and its rounds (`None`: independent
+    /// noise).
+    pub bandmf: Option<BandMfPlan>,
+}
+
+/// Banded matrix-factorization noise (`privacy::bandmf`) with b-min-separated Poisson sampling
+/// (Choquette-Choo et al. 2023, arXiv 2306.08153, Alg. 2 and Thm. 4): every example belongs to
+/// one of b groups (an independent uniform draw per example), step t Poisson-samples group
+/// t mod b at rate `group_sample_rate` = b·q (so a step's expected batch is still q·n), and an
+/// example can take part at most once per round of b consecutive steps, in steps ≥ b apart. With
+/// a strategy whose columns have norm ≤ 1, the run is dominated by ⌈T/b⌉ rounds of the
+/// Poisson-subsampled Gaussian at that rate and the run's noise multiplier: the plan records
+/// that event at the first step of each round (t mod b = 0), which counts each round's possible
+/// participation no later than it happens, and `NoOp` at the other steps.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BandMfPlan {
+    /// b.
+    pub bands: u64,
+    pub strategy: BandedStrategy,
+    /// The workload the strategy was optimised for (prefix sums, or momentum β).
+    pub workload: Workload,
+    /// b·q: the Poisson rate inside an example's group.
+    pub group_sample_rate: f64,
+    /// The strategy's expected squared workload error relative to DP-SGD's at equal noise
+    /// multiplier (`BandedStrategy::error_ratio`).
+    pub error_ratio: f64,
+}
+
+impl BandMfPlan {
+    /// Rounds started by the end of step `steps − 1`: ⌈steps / b⌉.
+    pub fn rounds(&self, steps: u64) -> u64 {
+        steps.div_ceil(self.bands)
+    }
 }
 
 fn lr_schedule(spec: &ExperimentSpec, n_train: usize, total: u64) -> LrSchedule {
@@ -237,6 +271,57 @@ fn sampled(sampler: Sampler, n_train: usize, sample_rate: f64, releases: Vec<DpE
     }
 }
 
+/// The banded strategy of `noise.bands` bands for the run's steps and optimizer (module
+/// `privacy::bandmf`; the momentum workload for momentum optimizers, prefix sums otherwise; a
+/// learning-rate schedule is not part of the workload), and the rate inside a group.
+fn bandmf_plan(
+    spec: &ExperimentSpec,
+    optimizer: &Optimizer,
+    bands: usize,
+    steps: u64,
+    sample_rate: f64,
+) -> Result<BandMfPlan, TrainError> {
+    let config_error = |expected: String, found: String| {
+        TrainError::Config(ConfigError::OutOfRange {
+            at: Location::file(&spec.source),
+            key: "noise.bands".into(),
+            expected,
+            found,
+        })
+    };
+    // A run shorter than b steps uses T bands (the strategy is capped the same way).
+    let bands = bands
+        .min(usize::try_from(steps).unwrap_or(usize::MAX))
+        .max(1);
+    let group_sample_rate = sample_rate * bands as f64;
+    if group_sample_rate > 1.0 {
+        return Err(config_error(
+            format!(
+                "at most n / batch = {:.1} bands: b-min-separated sampling draws each step from one of b groups of about n / b examples, at rate b·q, which must not exceed 1",
+                1.0 / sample_rate
+            ),
+            format!("{bands} (b·q = {group_sample_rate:.4})"),
+        ));
+    }
+    let workload = match *optimizer {
+        Optimizer::Momentum { momentum, .. } => Workload::Momentum { momentum },
+        Optimizer::BiasCorrectedMomentum { beta } => Workload::Momentum { momentum: beta },
+        _ => Workload::PrefixSum,
+    };
+    let optimized = bandmf::optimize(steps, bands, workload)
+        .map_err(|e| config_error("a banded strategy for this run".into(), e.to_string()))?;
+    let error_ratio = optimized
+        .strategy
+        .error_ratio(workload, usize::try_from(steps).unwrap_or(usize::MAX));
+    Ok(BandMfPlan {
+        bands: optimized.strategy.bands() as u64,
+        strategy: optimized.strategy,
+        workload,
+        group_sample_rate,
+        error_ratio,
+    })
+}
+
 impl TrainingPlan {
     /// Plan `spec` on `n_train` training examples (after preprocessing).
     pub fn new(spec: &ExperimentSpec, n_train: usize) -> Result<Self, TrainError> {
@@ -295,6 +380,16 @@ impl TrainingPlan {
                 ..
             }
         );
+        let bandmf = match spec.privacy.as_ref().map(|p| p.mechanism) {
+            Some(NoiseMechanism::BandMf { bands }) => Some(bandmf_plan(
+                spec,
+                &optimizer,
+                bands,
+                planned_steps,
+                sample_rate,
+            )?),
+            _ => None,
+        };
         let mut plan = TrainingPlan {
             n_train,
             steps: planned_steps,
@@ -310,6 +405,7 @@ impl TrainingPlan {
             clip_norm,
             clip,
             privacy: None,
+            bandmf,
         };
         if let Some(p) = &spec.privacy {
             plan.privacy = Some(plan.plan_privacy(spec, p)?);
@@ -411,12 +507,21 @@ impl TrainingPlan {
                 .unwrap_or_else(|_| vec![DpEvent::gaussian(sigma)])
         };
         let prefix = statistics_events(spec);
+        let rounds = self
+            .bandmf
+            .as_ref()
+            .map(|m| (m.clone(), m.group_sample_rate));
         let run_event = |kappa: f64, upto: u64| -> DpEvent {
             let mut ledger = EventLedger::new();
             for event in &prefix {
                 ledger.record(event.clone());
             }
-            if constant {
+            if let Some((m, rate)) = &rounds {
+                // Constant σ (checked in config::spec): ⌈upto / b⌉ rounds.
+                ledger.record(
+                    sampled(sampler, n, *rate, releases(kappa)).self_composed(m.rounds(upto)),
+                );
+            } else if constant {
                 ledger.record(sampled(sampler, n, q, releases(kappa)).self_composed(upto));
             } else {
                 for sigma in sigmas_for(kappa, upto) {
@@ -430,9 +535,10 @@ impl TrainingPlan {
             source,
         };
         // Refuse, before any training, an event the accountant cannot analyse.
+        let step_rate = self.bandmf.as_ref().map_or(q, |m| m.group_sample_rate);
         factory()
             .map_err(accounting)?
-            .check(&sampled(sampler, n, q, releases(1.0)))
+            .check(&sampled(sampler, n, step_rate, releases(1.0)))
             .map_err(accounting)?;
 
         let mut warnings = Vec::new();
@@ -635,9 +741,16 @@ impl TrainingPlan {
         ScheduleSummary::of(&p.sigmas[..(self.steps as usize).min(p.sigmas.len())])
     }
 
-    /// The event of step `t` given the releases the clipping policy made in it.
-    pub fn step_event(&self, releases: Vec<DpEvent>) -> DpEvent {
-        sampled(self.sampler, self.n_train, self.sample_rate, releases)
+    /// The event of step `t` given the releases the clipping policy made in it. With BandMF,
+    /// the round's event at its first step and `NoOp` at the others ([`BandMfPlan`]).
+    pub fn step_event(&self, t: u64, releases: Vec<DpEvent>) -> DpEvent {
+        match &self.bandmf {
+            None => sampled(self.sampler, self.n_train, self.sample_rate, releases),
+            Some(m) if t.is_multiple_of(m.bands) => {
+                sampled(self.sampler, self.n_train, m.group_sample_rate, releases)
+            }
+            Some(_) => DpEvent::NoOp,
+        }
     }
 
     /// The releases the clipping policy makes at step `t`, before sampling (the gradient and any
@@ -667,7 +780,7 @@ impl TrainingPlan {
     pub fn planned_ledger(&self, steps: u64) -> EventLedger {
         let mut ledger = self.initial_ledger();
         for t in 0..steps.min(self.steps) {
-            ledger.record(self.step_event(self.planned_releases(t)));
+            ledger.record(self.step_event(t, self.planned_releases(t)));
         }
         ledger
     }

@@ -30,14 +30,17 @@ use super::checkpoint::{self, Checkpointing, NoiseState, SeedState, WindowState}
 use super::metrics::{MetricsRow, SeedStatus, SummaryRow};
 use super::prepare::Experiment;
 use super::seed::{
-    NoiseSource, Observer, STREAM_AUGMENT, STREAM_SAMPLING, SeedEnd, SeedResult, Snapshot,
-    ema_decay_at, ema_update, stream_rng,
+    NoiseSource, Observer, STREAM_AUGMENT, STREAM_PARTITION, STREAM_SAMPLING, SeedEnd, SeedResult,
+    Snapshot, ema_decay_at, ema_update, stream_rng,
 };
 use crate::config::spec::Sampler as SpecSampler;
 use crate::data::Dataset;
 use crate::data::augment::{self, ViewSpec};
-use crate::data::sampler::{FixedSizeSampler, PoissonSampler, Sampler, ShuffleSampler};
+use crate::data::sampler::{
+    CyclicPoissonSampler, FixedSizeSampler, PoissonSampler, Sampler, ShuffleSampler,
+};
 use crate::grad::{GradError, PerSampleGradients};
+use crate::privacy::bandmf::{Correlated, CorrelatedNoise};
 use crate::privacy::clip::{ClipError, StepContext};
 use crate::privacy::event::{DpEvent, EventLedger};
 
@@ -74,9 +77,20 @@ impl PerSampleGradients for EmptyBatch {
     }
 }
 
-fn make_sampler(spec: SpecSampler, n: usize, sample_rate: f64) -> Result<Sampler, TrainError> {
-    Ok(match spec {
-        SpecSampler::Poisson { .. } => Sampler::Poisson(PoissonSampler::new(n, sample_rate)?),
+fn make_sampler(exp: &Experiment, seed: u64) -> Result<Sampler, TrainError> {
+    let (plan, n) = (&exp.plan, exp.data.train.len());
+    let sample_rate = plan.sample_rate;
+    Ok(match plan.sampler {
+        SpecSampler::Poisson { .. } => match &plan.bandmf {
+            // b-min-separated Poisson sampling; one band draws no groups (plain Poisson).
+            Some(m) => Sampler::CyclicPoisson(CyclicPoissonSampler::new(
+                n,
+                m.bands as usize,
+                m.group_sample_rate,
+                &mut stream_rng(seed, STREAM_PARTITION),
+            )?),
+            None => Sampler::Poisson(PoissonSampler::new(n, sample_rate)?),
+        },
         SpecSampler::Shuffle { batch_size } => {
             Sampler::Shuffle(ShuffleSampler::new(n, batch_size)?)
         }
@@ -203,6 +217,8 @@ struct DpSgdSeed<'a> {
     /// The parameters at every k-th evaluation (`output.save_model_every_evals`).
     snapshots: Vec<Snapshot>,
     clip_state: crate::privacy::clip::ClipState,
+    /// BandMF's noise state (`noise.mechanism = "bandmf"`).
+    correlated: Option<CorrelatedNoise>,
     ledger: EventLedger,
     window: ClipWindow,
     /// The batch's indices (reused buffer) and the parameter groups of an empty batch.
@@ -221,7 +237,7 @@ impl<'a> DpSgdSeed<'a> {
         let params = exp.initial_params(seed);
         let ema = exp.spec.train.ema_decay.map(|_| params.clone());
         let opt_state = plan.optimizer.init_state(params.len());
-        let sampler = make_sampler(plan.sampler, exp.data.train.len(), plan.sample_rate)?;
+        let sampler = make_sampler(exp, seed)?;
         let rng_noise = NoiseSource::of(exp, seed).map_err(|e| TrainError::Step {
             seed,
             step: 0,
@@ -242,6 +258,10 @@ impl<'a> DpSgdSeed<'a> {
             ema,
             snapshots: Vec::new(),
             clip_state: plan.clip.init_state(model.num_params()),
+            correlated: plan
+                .bandmf
+                .as_ref()
+                .map(|m| CorrelatedNoise::new(&m.strategy)),
             ledger: exp.plan.initial_ledger(),
             window: ClipWindow::default(),
             indices: Vec::new(),
@@ -273,6 +293,14 @@ impl<'a> DpSgdSeed<'a> {
         if let (Sampler::Shuffle(s), Some(saved)) = (&mut run.sampler, state.shuffle) {
             s.set_position(saved.permutation, saved.cursor, saved.epoch)
                 .map_err(refuse)?;
+        }
+        if let Sampler::CyclicPoisson(s) = &mut run.sampler {
+            s.set_step(state.step);
+        }
+        if let (Some(noise), Some(history)) = (&mut run.correlated, state.correlated_noise) {
+            noise
+                .restore(history, exp.model.num_params())
+                .map_err(|e| refuse(e.to_string()))?;
         }
         run.rng_sampling.set_word_pos(state.sampling_word_pos);
         run.rng_augment.set_word_pos(state.augment_word_pos);
@@ -331,6 +359,10 @@ impl<'a> DpSgdSeed<'a> {
             loss_sum: self.loss_sum,
             loss_count: self.loss_count as u64,
             iterates: None,
+            correlated_noise: self
+                .correlated
+                .as_ref()
+                .map(|c| c.history().iter().cloned().collect()),
         }
     }
 
@@ -424,10 +456,22 @@ impl<'a> DpSgdSeed<'a> {
             noise_multiplier: sigma.unwrap_or(0.0),
             expected_batch_size: plan.expected_batch_size,
         };
-        let step = match plan
-            .clip
-            .privatize(&mut self.clip_state, grads, &ctx, &mut self.rng_noise)
-        {
+        let privatized = match &mut self.correlated {
+            None => plan
+                .clip
+                .privatize(&mut self.clip_state, grads, &ctx, &mut self.rng_noise),
+            // BandMF: the step's fresh noise z_t becomes w_t = (C⁻¹Z)_t (privacy::bandmf).
+            Some(noise) => plan.clip.privatize(
+                &mut self.clip_state,
+                grads,
+                &ctx,
+                &mut Correlated {
+                    inner: &mut self.rng_noise,
+                    noise,
+                },
+            ),
+        };
+        let step = match privatized {
             Ok(step) => step,
             Err(ClipError::NonFiniteNorm { .. }) => return Ok(None),
             Err(e) => return Err(self.step_err(t, e.to_string())),
@@ -438,7 +482,7 @@ impl<'a> DpSgdSeed<'a> {
             None => vec![DpEvent::NonPrivate],
         };
         let mut g = step.release.sum;
-        self.ledger.record(plan.step_event(releases));
+        self.ledger.record(plan.step_event(t, releases));
         g.mapv_inplace(|v| v / plan.expected_batch_size);
         model.add_l2_gradient(self.params.view(), &mut g);
         model.mask_frozen(&mut g);

@@ -39,8 +39,8 @@ use super::kinds::{
 };
 use super::kinds::{
     Activation, AdaclipInitialStd, AdaclipVarianceScale, Architecture, ClipPolicyKind, DataPart,
-    DatasetName, Features, LayerKind, LayerSplitKind, LrScheduleKind, NoiseScheduleKind,
-    NormSource, OptimizerKind, SamplerKind, Standardize,
+    DatasetName, Features, LayerKind, LayerSplitKind, LrScheduleKind, NoiseMechanismKind,
+    NoiseScheduleKind, NormSource, OptimizerKind, SamplerKind, Standardize,
 };
 use super::raw::{RawAccelerated, RawNumberOrWord};
 use super::raw::{
@@ -320,6 +320,36 @@ pub fn validate(raw: &RawConfig, source: &Path) -> Result<ExperimentSpec, Config
     }
     let clip = v.clip(raw, privacy_enabled)?;
     let privacy = v.privacy(raw, privacy_enabled)?;
+    if let Some(p) = &privacy
+        && let NoiseMechanism::BandMf { .. } = p.mechanism
+    {
+        // The banded sensitivity (privacy::bandmf) covers one Gaussian vector per step, of one
+        // noise multiplier and one clip norm, under b-min-separated Poisson sampling.
+        if !matches!(train.sampler, Sampler::Poisson { .. }) {
+            return Err(v.conflict(
+                "noise.mechanism",
+                "train.sampler",
+                "\"bandmf\" is accounted by amplification under b-min-separated Poisson sampling (each example in one of `noise.bands` groups, step t sampling group t mod bands): use train.sampler = \"poisson\"",
+            ));
+        }
+        if !matches!(
+            clip,
+            ClipSpec::Flat { .. } | ClipSpec::PerLayer { .. } | ClipSpec::Automatic { .. }
+        ) {
+            return Err(v.conflict(
+                "noise.mechanism",
+                "clip.policy",
+                "\"bandmf\" correlates the noise of the clipped gradient sum only, at one clip norm for all steps: use clip.policy = \"flat\", \"per_layer\" or \"automatic\"",
+            ));
+        }
+        if p.noise_schedule != NoiseSchedule::Constant {
+            return Err(v.conflict(
+                "noise.mechanism",
+                "noise.schedule",
+                "\"bandmf\"'s sensitivity assumes one noise multiplier for all steps: use noise.schedule = \"constant\"",
+            ));
+        }
+    }
     // A secure (OS-seeded) draw of the statistics could not be drawn again: a resumed seed or
     // `dpx eval` would normalise with another release, which the ledger does not hold.
     if data.standardize == Standardize::Private && privacy.as_ref().is_some_and(|p| p.secure_noise)

@@ -1,6 +1,41 @@
-//! `[noise]` (room: `config::spec`): the noise-multiplier schedule, and its checks.
+//! `[noise]` (room: `config::spec`): the noise mechanism, the noise-multiplier schedule, and
+//! their checks.
 
 use super::*;
+
+/// `noise.mechanism` with its parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum NoiseMechanism {
+    /// Fresh Gaussian noise at every step (DP-SGD).
+    #[default]
+    Independent,
+    /// Banded matrix factorization (`privacy::bandmf`): the noise of step t combines the fresh
+    /// draws of steps t − bands + 1, …, t; examples are split into `bands` groups, and step t
+    /// Poisson-samples group t mod `bands`.
+    BandMf { bands: usize },
+}
+
+impl NoiseMechanism {
+    /// The kind written in the TOML.
+    pub fn kind(&self) -> NoiseMechanismKind {
+        match self {
+            NoiseMechanism::Independent => NoiseMechanismKind::Independent,
+            NoiseMechanism::BandMf { .. } => NoiseMechanismKind::Bandmf,
+        }
+    }
+
+    /// `noise.bands` (1 for independent noise).
+    pub fn bands(&self) -> usize {
+        match *self {
+            NoiseMechanism::Independent => 1,
+            NoiseMechanism::BandMf { bands } => bands,
+        }
+    }
+}
+
+/// The largest `noise.bands`: the noise state is (bands − 1) × P floats, and the banded
+/// strategies of the literature use at most a few hundred bands.
+pub const MAX_BANDS: usize = 4096;
 
 /// `[noise]` schedule: σ_t = κ·s_t with s_t the shape and κ given or calibrated (the formulas
 /// are in `privacy::schedule`; T is the planned number of steps).
@@ -54,6 +89,27 @@ impl NoiseSchedule {
 }
 
 impl Checker<'_> {
+    pub(super) fn noise_mechanism(&self, n: &RawNoise) -> R<NoiseMechanism> {
+        match n.mechanism.unwrap_or_default() {
+            NoiseMechanismKind::Independent => {
+                self.absent("noise.bands", &n.bands, || {
+                    "only used with noise.mechanism = \"bandmf\"".to_string()
+                })?;
+                Ok(NoiseMechanism::Independent)
+            }
+            NoiseMechanismKind::Bandmf => {
+                let bands = n.bands.ok_or_else(|| {
+                    self.missing(
+                        "noise.bands",
+                        "noise.mechanism = \"bandmf\" needs the number of bands b (1 gives DP-SGD)",
+                    )
+                })?;
+                let bands = self.size("noise.bands", bands, 1, MAX_BANDS)?;
+                Ok(NoiseMechanism::BandMf { bands })
+            }
+        }
+    }
+
     pub(super) fn noise_schedule(&self, n: &RawNoise) -> R<NoiseSchedule> {
         use NoiseScheduleKind as K;
         let kind = n.schedule.unwrap_or(K::Constant);

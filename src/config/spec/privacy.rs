@@ -10,6 +10,8 @@ pub struct PrivacySpec {
     pub delta: f64,
     pub budget: Budget,
     pub noise_schedule: NoiseSchedule,
+    /// `noise.mechanism` (default independent noise).
+    pub mechanism: NoiseMechanism,
     /// `privacy.accountant` (default `rdp`).
     pub accountant: AccountantKind,
     /// `privacy.neighbouring` (default `add_or_remove_one`).
@@ -106,6 +108,7 @@ impl Checker<'_> {
             }
         };
         let noise_schedule = self.noise_schedule(n)?;
+        let mechanism = self.noise_mechanism(n)?;
         let round_digits = n
             .round_digits
             .map(|d| self.int("noise.round_digits", d, 1, 15))
@@ -115,6 +118,7 @@ impl Checker<'_> {
             delta,
             budget,
             noise_schedule,
+            mechanism,
             accountant: p.accountant.unwrap_or(AccountantKind::Rdp),
             neighbouring: p.neighbouring.unwrap_or_default(),
             secure_noise: p.secure_noise.unwrap_or(false),

@@ -9,7 +9,9 @@
 //! step, so its position is the noise source's whole state), the privacy ledger, the metrics rows
 //! written so far, the open evaluation window (training loss, clipping counts) and the step;
 //! with `[train.augmentation]` the views stream's position, with `train.ema_decay` the averaged
-//! parameters, and with `output.save_model_every_evals` the parameters kept so far.
+//! parameters, with `output.save_model_every_evals` the parameters kept so far, and with
+//! `noise.mechanism = "bandmf"` the last b − 1 correlated noise vectors (they depend on every
+//! draw since step 0, so the stream position alone cannot restore them).
 //! With `privacy.secure_noise = true` there is no noise stream to save: a resumed seed draws
 //! fresh OS-seeded noise (not byte-identical, as secure runs never are). An `[accelerated]` seed
 //! saves its iterates (x_t, x_{t−1}, the EMA) instead of parameters, optimizer and clipping
@@ -42,7 +44,7 @@ use crate::privacy::clip::dcsgd::DcsgdState;
 use crate::privacy::event::EventLedger;
 
 /// The format version this build writes and reads.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 
 const MAGIC: &[u8; 8] = b"DPXCKPT\0";
 
@@ -125,6 +127,9 @@ pub struct SeedState {
     pub loss_count: u64,
     /// `[accelerated]` seeds only.
     pub iterates: Option<Iterates>,
+    /// `noise.mechanism = "bandmf"`: the last b − 1 noise vectors, most recent first
+    /// (`privacy::bandmf::CorrelatedNoise`); `None` otherwise.
+    pub correlated_noise: Option<Vec<Vec<f64>>>,
 }
 
 /// Why a checkpoint cannot be used.
@@ -281,6 +286,16 @@ pub fn encode(state: &SeedState, resolved_config: &str, seed: u64) -> Vec<u8> {
             w.u64(it.steps);
         }
     }
+    match &state.correlated_noise {
+        None => w.u8(0),
+        Some(history) => {
+            w.u8(1);
+            w.u64(history.len() as u64);
+            for v in history {
+                w.f64s(v);
+            }
+        }
+    }
 
     let body = w.bytes;
     let mut out = Vec::with_capacity(body.len() + 28);
@@ -423,6 +438,23 @@ pub fn decode(
         }),
         t => return Err(r.damaged(format!("iterates: unknown tag {t}")).into()),
     };
+    let correlated_noise = match r.u8("correlated noise")? {
+        0 => None,
+        1 => {
+            // Each vector takes at least 8 bytes (its length).
+            let n = r.len(8, "correlated noise")?;
+            Some(
+                (0..n)
+                    .map(|_| r.f64s("correlated noise"))
+                    .collect::<Result<Vec<_>, _>>()?,
+            )
+        }
+        t => {
+            return Err(r
+                .damaged(format!("correlated noise: unknown tag {t}"))
+                .into());
+        }
+    };
     r.finish()?;
     Ok(SeedState {
         step,
@@ -442,6 +474,7 @@ pub fn decode(
         loss_sum,
         loss_count,
         iterates,
+        correlated_noise,
     })
 }
 
@@ -496,6 +529,19 @@ pub fn validate(exp: &Experiment, seed: u64, state: &SeedState) -> Result<(), Ch
     }
     if state.ema.as_ref().map(Vec::len) != exp.spec.train.ema_decay.map(|_| p) {
         return bad("the parameters' moving average does not fit train.ema_decay".into());
+    }
+    // BandMF keeps min(step, b − 1) noise vectors of P values.
+    let history_fits = match (&plan.bandmf, &state.correlated_noise) {
+        (None, None) => true,
+        (Some(m), Some(h)) => {
+            h.len() as u64 == state.step.min(m.bands - 1) && h.iter().all(|v| v.len() == p)
+        }
+        _ => false,
+    };
+    if !history_fits {
+        return bad(
+            "the correlated noise state does not fit noise.mechanism and noise.bands".into(),
+        );
     }
     let kept: Vec<u64> = match exp.spec.output.save_model_every_evals {
         None => Vec::new(),
@@ -577,19 +623,20 @@ fn check_ledger_and_rows(
     state: &SeedState,
 ) -> Result<(), CheckpointError> {
     let bad = |what: String| Err(CheckpointError::Damaged(what));
-    let recorded = (state.ledger.runs().iter()).fold(0u64, |a, (_, c)| a.saturating_add(*c));
-    if recorded != state.step {
-        return bad(format!(
-            "the privacy ledger records {recorded} steps, the checkpoint is at step {}",
-            state.step
-        ));
-    }
     // Every step's events are the plan's (a test holds runs to it), so the ledger of the steps
     // taken must be exactly the plan's: a file whose ledger would under-count is refused.
     let planned = match &exp.accelerated {
         Some(a) => a.plan.planned_ledger(state.step),
         None => exp.plan.planned_ledger(state.step),
     };
+    let count = |l: &EventLedger| l.runs().iter().fold(0u64, |a, (_, c)| a.saturating_add(*c));
+    let (recorded, expected) = (count(&state.ledger), count(&planned));
+    if recorded != expected {
+        return bad(format!(
+            "the privacy ledger records {recorded} events, the plan has {expected} by step {}",
+            state.step
+        ));
+    }
     if state.ledger != planned {
         return bad("the privacy ledger is not the plan's events for the steps taken".into());
     }
@@ -620,7 +667,8 @@ pub(crate) fn shuffle_state(sampler: &Sampler) -> Option<ShuffleState> {
                 epoch,
             })
         }
-        Sampler::Poisson(_) | Sampler::FixedSize(_) => None,
+        // The cyclic sampler's position is the step, saved anyway.
+        Sampler::Poisson(_) | Sampler::CyclicPoisson(_) | Sampler::FixedSize(_) => None,
     }
 }
 

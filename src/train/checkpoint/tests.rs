@@ -160,6 +160,55 @@ fn assert_resumes_bit_for_bit(name: &str, clip: &str, train_extra: &str) {
     );
 }
 
+#[test]
+fn bandmf_resumes_bit_for_bit_with_its_noise_history() {
+    // 24 steps of 4 bands: checkpoints at steps 3 and 6 hold 3 noise vectors, the interrupt's at
+    // step 7 too; the resumed runs must continue the same correlated noise.
+    let (exp, resolved) = experiment(
+        "clip_norm = 1.0",
+        MOMENTUM,
+        "[noise]\nmechanism = \"bandmf\"\nbands = 4",
+    );
+    assert_eq!(exp.plan.bandmf.as_ref().map(|m| m.bands), Some(4));
+    let results = straight_and_resumed(&exp, &resolved, 7);
+    let straight = without_seconds(results[0].clone());
+    for r in &results[1..] {
+        let r = without_seconds(r.clone());
+        assert_eq!(r.ledger, straight.ledger);
+        assert_eq!(r.rows, straight.rows);
+        assert_eq!(r.summary, straight.summary);
+    }
+    assert_eq!(straight.ledger, exp.plan.planned_ledger(exp.plan.steps));
+    // ⌈24 / 4⌉ = 6 rounds of the group rate's subsampled Gaussian.
+    let sigma = exp.plan.privacy.as_ref().unwrap().noise_multiplier;
+    let round = crate::privacy::event::DpEvent::poisson_sampled(
+        4.0 * 50.0 / 600.0,
+        crate::privacy::event::DpEvent::gaussian(sigma),
+    );
+    assert_eq!(straight.ledger.runs(), &[(round, 6)]);
+    // A checkpoint whose noise history does not fit is damaged, not used.
+    let sink = Memory::default();
+    let c = Checkpointing {
+        every: Some(3),
+        on_interrupt: false,
+        resolved_config: &resolved,
+        sink: &sink,
+    };
+    let cancel = AtomicBool::new(false);
+    let stop_at = StopAt {
+        at: 4,
+        cancel: &cancel,
+    };
+    train_seed_checkpointed(&exp, SEED, &stop_at, &cancel, Some(&c), None).unwrap();
+    let mut state = decode(&sink.0.into_inner().unwrap()[0], &resolved, SEED).unwrap();
+    assert_eq!(state.correlated_noise.as_ref().map(Vec::len), Some(3));
+    state.correlated_noise.as_mut().unwrap().pop();
+    assert!(matches!(
+        validate(&exp, SEED, &state),
+        Err(CheckpointError::Damaged(_))
+    ));
+}
+
 const SGD: &str = "expected_batch_size = 50\nlearning_rate = 0.5";
 const MOMENTUM: &str =
     "expected_batch_size = 50\nlearning_rate = 0.2\noptimizer = \"momentum\"\nmomentum = 0.5";
