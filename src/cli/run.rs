@@ -728,6 +728,21 @@ fn print_plan(exp: &Experiment, out: &Path) {
         }
         None => println!("privacy: disabled (non-private baseline; epsilon is infinite)"),
     }
+    if let Some(m) = &p.bandmf {
+        println!(
+            "noise: banded matrix factorization, {} bands ({} workload): expected squared error {:.4} of DP-SGD's at the same noise multiplier; sampling b-min-separated Poisson, rate {:.6} within each of {} groups, accounted as {} rounds",
+            m.bands,
+            match m.workload {
+                crate::privacy::bandmf::Workload::PrefixSum => "prefix-sum".to_string(),
+                crate::privacy::bandmf::Workload::Momentum { momentum } =>
+                    format!("momentum {momentum}"),
+            },
+            m.error_ratio,
+            m.group_sample_rate,
+            m.bands,
+            m.rounds(p.steps)
+        );
+    }
     if let Some((statistic, stat_sigma)) = p.clip.statistic() {
         println!(
             "clip policy {}: each step also releases a {statistic} (noise_multiplier {stat_sigma}), split from the noise_multiplier above",

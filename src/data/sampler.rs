@@ -96,7 +96,7 @@ impl PoissonSampler {
 }
 
 /// b-min-separated Poisson sampling (Choquette-Choo et al. 2023, "(Amplified) banded matrix
-/// factorization", Alg. 2): every example is put once into one of `groups` groups, by an
+/// factorization", arXiv 2306.08153: "cyclic Poisson" sampling): every example is put once into one of `groups` groups, by an
 /// independent uniform draw per example (so adding or removing an example leaves the others'
 /// groups alone), and the k-th batch Poisson-samples group k mod `groups` at `sample_rate`. An
 /// example therefore takes part at most once in any `groups` consecutive batches, in batches at

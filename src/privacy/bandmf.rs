@@ -26,7 +26,7 @@
 //! The strategies here are normalised so that every column has norm ≤ 1 (the longest columns,
 //! those with b entries, have norm exactly 1), so each participation is a Gaussian release of
 //! sensitivity ≤ the clip norm: with b-min-separated Poisson sampling the run is dominated by
-//! ⌈T/b⌉ rounds of the Poisson-subsampled Gaussian (Choquette-Choo et al. 2023, Thm. 4).
+//! ⌈T/b⌉ rounds of the Poisson-subsampled Gaussian (the amplification theorem of Choquette-Choo et al. 2023 for b-min-separated, "cyclic Poisson", sampling).
 //!
 //! **Strategy.** For a workload A that is lower-triangular Toeplitz with coefficients a_k (prefix
 //! sums: a_k = 1; heavy-ball momentum β: a_k = (1 − β^{k+1})/(1 − β)), the expected squared

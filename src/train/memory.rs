@@ -8,7 +8,8 @@
 //! 1024 examples and the `[P]` partial sums of a step's data-parallel shards. With
 //! `[train.augmentation]` a step's activations hold K views of each example, and forming each
 //! example's mean gradient takes two `[P]` buffers per worker thread (no convolution cache then);
-//! with `train.ema_decay`, one more parameter vector. It is meant to catch a configuration that
+//! with `train.ema_decay`, one more parameter vector; with `noise.mechanism = "bandmf"`, b vectors
+//! of f64 noise (the b − 1 remembered and the step's fresh draw). It is meant to catch a configuration that
 //! cannot run (hundreds of GB) with a clear message, not to predict the resident size to the
 //! megabyte: small allocations (scratch buffers, the rows written) are left out.
 
@@ -177,6 +178,18 @@ pub fn estimate(exp: &Experiment, concurrent_seeds: usize) -> MemoryEstimate {
         Part {
             what: "the parameters' moving average",
             bytes: mul(seeds, ema),
+        },
+        Part {
+            what: "the correlated noise state (noise.bands − 1 vectors of P values, and one step's draw)",
+            bytes: mul(
+                seeds,
+                exp.plan.bandmf.as_ref().map_or(0, |m| {
+                    crate::privacy::bandmf::CorrelatedNoise::history_bytes(
+                        m.bands as usize + 1,
+                        p as usize,
+                    )
+                }),
+            ),
         },
         Part {
             what: "one evaluation chunk",

@@ -101,7 +101,7 @@ pub struct TrainingPlan {
 }
 
 /// Banded matrix-factorization noise (`privacy::bandmf`) with b-min-separated Poisson sampling
-/// (Choquette-Choo et al. 2023, arXiv 2306.08153, Alg. 2 and Thm. 4): every example belongs to
+/// (Choquette-Choo et al. 2023, arXiv 2306.08153, cyclic Poisson sampling and its amplification theorem): every example belongs to
 /// one of b groups (an independent uniform draw per example), step t Poisson-samples group
 /// t mod b at rate `group_sample_rate` = b·q (so a step's expected batch is still q·n), and an
 /// example can take part at most once per round of b consecutive steps, in steps ≥ b apart. With

@@ -342,6 +342,13 @@ pub fn validate(raw: &RawConfig, source: &Path) -> Result<ExperimentSpec, Config
                 "\"bandmf\" correlates the noise of the clipped gradient sum only, at one clip norm for all steps: use clip.policy = \"flat\", \"per_layer\" or \"automatic\"",
             ));
         }
+        if p.neighbouring != crate::privacy::event::NeighbouringRelation::AddOrRemoveOne {
+            return Err(v.conflict(
+                "noise.mechanism",
+                "privacy.neighbouring",
+                "\"bandmf\"'s amplification by b-min-separated sampling is the add/remove-one guarantee (docs/accounting.md): use privacy.neighbouring = \"add_or_remove_one\"",
+            ));
+        }
         if p.noise_schedule != NoiseSchedule::Constant {
             return Err(v.conflict(
                 "noise.mechanism",
