@@ -60,6 +60,26 @@ struct PlanReport<'a> {
     epsilon_guaranteed: bool,
     warnings: &'a [String],
     epochs: Vec<EpochRow>,
+    /// `noise.mechanism = "bandmf"`: the strategy and its rounds (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bandmf: Option<BandMfReport>,
+}
+
+/// The banded strategy of a BandMF plan (`train::plan::BandMfPlan`).
+#[derive(Serialize)]
+struct BandMfReport {
+    bands: u64,
+    /// `prefix_sum` or `momentum`.
+    workload: &'static str,
+    momentum: Option<f64>,
+    /// b·q: the Poisson rate inside an example's group.
+    group_sample_rate: f64,
+    /// ⌈T / b⌉: the subsampled-Gaussian events the run is accounted as.
+    rounds: u64,
+    /// Expected squared workload error relative to DP-SGD's at the same noise multiplier.
+    error_ratio: f64,
+    /// c_0, …, c_{b−1} of the b-banded Toeplitz strategy (Σ c_j² = 1).
+    coefficients: Vec<f64>,
 }
 
 /// Run `dpx account --config`.
@@ -111,6 +131,23 @@ pub fn run(config: &Path, data_dir: Option<&Path>, json: bool) -> anyhow::Result
             .map(|p| p.warnings.as_slice())
             .unwrap_or(&no_warnings),
         epochs,
+        bandmf: plan.bandmf.as_ref().map(|m| {
+            let (workload, momentum) = match m.workload {
+                crate::privacy::bandmf::Workload::PrefixSum => ("prefix_sum", None),
+                crate::privacy::bandmf::Workload::Momentum { momentum } => {
+                    ("momentum", Some(momentum))
+                }
+            };
+            BandMfReport {
+                bands: m.bands,
+                workload,
+                momentum,
+                group_sample_rate: m.group_sample_rate,
+                rounds: m.rounds(plan.steps),
+                error_ratio: m.error_ratio,
+                coefficients: m.strategy.coefficients().to_vec(),
+            }
+        }),
     };
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);
@@ -149,6 +186,12 @@ pub fn run(config: &Path, data_dir: Option<&Path>, json: bool) -> anyhow::Result
                 p.delta
             );
             println!("clip policy {}", plan.clip.name());
+            if let Some(b) = &report.bandmf {
+                println!(
+                    "noise bandmf: {} bands ({} workload), expected squared error {:.4} of DP-SGD's at the same noise_multiplier; b-min-separated Poisson sampling at rate {:.6} within each group, accounted as {} rounds",
+                    b.bands, b.workload, b.error_ratio, b.group_sample_rate, b.rounds
+                );
+            }
             if let (Some(stat), Some(stat_sigma), Some(grad)) = (
                 report.clip_statistic,
                 report.statistic_noise_multiplier,
