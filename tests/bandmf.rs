@@ -149,6 +149,89 @@ fn banded_runs_are_accounted_as_rounds_and_do_not_depend_on_threads() {
 }
 
 #[test]
+fn fixed_order_batches_are_one_release_per_epoch() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixed = BASE
+        .replace(
+            "expected_batch_size = 100",
+            "sampler = \"fixed_order\"\nbatch_size = 100",
+        )
+        .replace(
+            "delta = 1e-5",
+            "delta = 1e-5\nneighbouring = \"replace_one\"",
+        );
+    // 20 batches per epoch, 6 epochs: 6 unsampled Gaussian releases under replace-one, for DP-SGD
+    // and for 8-band BandMF alike.
+    for (name, text) in [
+        ("dpsgd", fixed.clone()),
+        (
+            "bandmf",
+            format!("{fixed}\n[noise]\nmechanism = \"bandmf\"\nbands = 8\n"),
+        ),
+    ] {
+        let cfg = write(dir.path(), &format!("{name}.toml"), &text);
+        let out = dir.path().join(name);
+        dpx()
+            .args(["run", "--threads", "2", "--out"])
+            .arg(&out)
+            .arg(&cfg)
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("fixed-order batches"));
+        let sigma = &summary_column(&out, "noise_multiplier")[0];
+        let epsilon: f64 = summary_column(&out, "epsilon")[0].parse().unwrap();
+        let json = dpx()
+            .args(["account", "--json", "--delta", "1e-5", "--sample-rate", "1"])
+            .args([
+                "--steps",
+                "6",
+                "--relation",
+                "replace-one",
+                "--noise-multiplier",
+                sigma,
+            ])
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone();
+        let json: serde_json::Value = serde_json::from_slice(&json).unwrap();
+        let planned = json["epsilon"].as_f64().unwrap();
+        assert!(
+            (planned - epsilon).abs() <= 1e-12 * epsilon,
+            "{name}: run ε {epsilon} vs 6 releases: {planned}"
+        );
+    }
+    // Add/remove neighbours, a schedule, or more bands than batches per epoch are refused.
+    for (name, text, key) in [
+        (
+            "add_remove",
+            fixed.replace("neighbouring = \"replace_one\"", ""),
+            "privacy.neighbouring",
+        ),
+        (
+            "schedule",
+            format!("{fixed}\n[noise]\nschedule = \"exponential\"\ndecay = 0.001\n"),
+            "noise.schedule",
+        ),
+        (
+            "bands",
+            format!("{fixed}\n[noise]\nmechanism = \"bandmf\"\nbands = 21\n"),
+            "noise.bands",
+        ),
+    ] {
+        let cfg = write(dir.path(), &format!("bad_{name}.toml"), &text);
+        dpx()
+            .args(["run", "--out"])
+            .arg(dir.path().join(format!("bad_{name}")))
+            .arg(&cfg)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(key));
+    }
+}
+
+#[test]
 fn uncovered_combinations_are_refused_naming_the_key() {
     let dir = tempfile::tempdir().unwrap();
     let noise = "\n[noise]\nmechanism = \"bandmf\"\nbands = 4\n";

@@ -4,7 +4,8 @@
 
 use dpx::data::DataError;
 use dpx::data::sampler::{
-    CyclicPoissonSampler, FixedSizeSampler, PoissonSampler, Sampler, ShuffleSampler,
+    CyclicPoissonSampler, FixedOrderSampler, FixedSizeSampler, PoissonSampler, Sampler,
+    ShuffleSampler,
 };
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -306,4 +307,39 @@ fn cyclic_poisson_with_one_group_is_poisson_draw_for_draw() {
     assert_eq!(out1, out2);
     let _ = &mut r2;
     assert!(CyclicPoissonSampler::new(n, 0, 0.2, &mut p2).is_err());
+}
+
+#[test]
+fn fixed_order_visits_the_same_batches_in_the_same_order_every_epoch() {
+    let (n, b) = (1030usize, 100usize);
+    let mut perm = ChaCha8Rng::seed_from_u64(3);
+    let mut s = FixedOrderSampler::new(n, b, &mut perm).unwrap();
+    assert_eq!(s.batches_per_epoch(), 10);
+    let mut rng = ChaCha8Rng::seed_from_u64(0);
+    let mut first_epoch = Vec::new();
+    let mut seen = vec![0u32; n];
+    let mut batch = Vec::new();
+    for t in 0..30 {
+        s.next_batch_into(&mut batch);
+        assert_sorted_distinct_below(&batch, n);
+        assert_eq!(batch.len(), b);
+        if t < 10 {
+            first_epoch.push(batch.clone());
+            for &i in &batch {
+                seen[i] += 1;
+            }
+        } else {
+            assert_eq!(batch, first_epoch[t % 10], "step {t}");
+        }
+    }
+    // One epoch uses 1000 distinct examples once each; 30 are never used.
+    assert_eq!(seen.iter().filter(|&&c| c == 1).count(), 1000);
+    assert_eq!(seen.iter().filter(|&&c| c == 0).count(), 30);
+    // Through the enum (no randomness drawn per step) and after a resume.
+    let mut again = FixedOrderSampler::new(n, b, &mut ChaCha8Rng::seed_from_u64(3)).unwrap();
+    again.set_step(13);
+    let mut out = Vec::new();
+    Sampler::FixedOrder(again).next_batch_into(&mut rng, &mut out);
+    assert_eq!(out, first_epoch[3]);
+    assert!(FixedOrderSampler::new(10, 11, &mut rng).is_err());
 }

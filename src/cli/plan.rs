@@ -72,8 +72,8 @@ struct BandMfReport {
     /// `prefix_sum` or `momentum`.
     workload: &'static str,
     momentum: Option<f64>,
-    /// b·q: the Poisson rate inside an example's group.
-    group_sample_rate: f64,
+    /// b·q: the Poisson rate inside an example's group (null with fixed-order batches).
+    group_sample_rate: Option<f64>,
     /// ⌈T / b⌉: the subsampled-Gaussian events the run is accounted as.
     rounds: u64,
     /// Expected squared workload error relative to DP-SGD's at the same noise multiplier.
@@ -143,7 +143,7 @@ pub fn run(config: &Path, data_dir: Option<&Path>, json: bool) -> anyhow::Result
                 workload,
                 momentum,
                 group_sample_rate: m.group_sample_rate,
-                rounds: m.rounds(plan.steps),
+                rounds: plan.rounds.map_or(plan.steps, |r| r.count(plan.steps)),
                 error_ratio: m.error_ratio,
                 coefficients: m.strategy.coefficients().to_vec(),
             }
@@ -188,8 +188,17 @@ pub fn run(config: &Path, data_dir: Option<&Path>, json: bool) -> anyhow::Result
             println!("clip policy {}", plan.clip.name());
             if let Some(b) = &report.bandmf {
                 println!(
-                    "noise bandmf: {} bands ({} workload), expected squared error {:.4} of DP-SGD's at the same noise_multiplier; b-min-separated Poisson sampling at rate {:.6} within each group, accounted as {} rounds",
-                    b.bands, b.workload, b.error_ratio, b.group_sample_rate, b.rounds
+                    "noise bandmf: {} bands ({} workload), expected squared error {:.4} of DP-SGD's at the same noise_multiplier; {}, accounted as {} rounds",
+                    b.bands,
+                    b.workload,
+                    b.error_ratio,
+                    match b.group_sample_rate {
+                        Some(rate) => format!(
+                            "b-min-separated Poisson sampling at rate {rate:.6} within each group"
+                        ),
+                        None => "fixed-order batches (no amplification)".to_string(),
+                    },
+                    b.rounds
                 );
             }
             if let (Some(stat), Some(stat_sigma), Some(grad)) = (

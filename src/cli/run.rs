@@ -730,7 +730,7 @@ fn print_plan(exp: &Experiment, out: &Path) {
     }
     if let Some(m) = &p.bandmf {
         println!(
-            "noise: banded matrix factorization, {} bands ({} workload): expected squared error {:.4} of DP-SGD's at the same noise multiplier; sampling b-min-separated Poisson, rate {:.6} within each of {} groups, accounted as {} rounds",
+            "noise: banded matrix factorization, {} bands ({} workload): expected squared error {:.4} of DP-SGD's at the same noise multiplier; {}, accounted as {} rounds",
             m.bands,
             match m.workload {
                 crate::privacy::bandmf::Workload::PrefixSum => "prefix-sum".to_string(),
@@ -738,9 +738,20 @@ fn print_plan(exp: &Experiment, out: &Path) {
                     format!("momentum {momentum}"),
             },
             m.error_ratio,
-            m.group_sample_rate,
-            m.bands,
-            m.rounds(p.steps)
+            match m.group_sample_rate {
+                Some(rate) => format!(
+                    "sampling b-min-separated Poisson, rate {rate:.6} within each of {} groups",
+                    m.bands
+                ),
+                None => "fixed-order batches (no amplification)".to_string(),
+            },
+            p.rounds.map_or(p.steps, |r| r.count(p.steps))
+        );
+    } else if let Some(r) = p.rounds {
+        println!(
+            "sampling: fixed-order batches, {} per epoch, the same order every epoch (no amplification): accounted as one release per epoch, {} in all",
+            r.period(),
+            r.count(p.steps)
         );
     }
     if let Some((statistic, stat_sigma)) = p.clip.statistic() {

@@ -209,6 +209,9 @@ pub enum SamplerKind {
     /// A uniformly random subset of exactly `batch_size` examples each step, without
     /// replacement within the step.
     FixedSize,
+    /// One random permutation, cut once into ⌊n / batch_size⌋ batches that every epoch visits
+    /// in the same order (no amplification: accounted as one release per epoch).
+    FixedOrder,
 }
 
 impl SamplerKind {
@@ -218,6 +221,7 @@ impl SamplerKind {
             SamplerKind::Poisson => "poisson",
             SamplerKind::Shuffle => "shuffle",
             SamplerKind::FixedSize => "fixed_size",
+            SamplerKind::FixedOrder => "fixed_order",
         }
     }
 }

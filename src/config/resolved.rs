@@ -373,9 +373,9 @@ impl ExperimentSpec {
             Sampler::Poisson {
                 expected_batch_size,
             } => (None, Some(int(expected_batch_size))),
-            Sampler::Shuffle { batch_size } | Sampler::FixedSize { batch_size } => {
-                (Some(int(batch_size)), None)
-            }
+            Sampler::Shuffle { batch_size }
+            | Sampler::FixedSize { batch_size }
+            | Sampler::FixedOrder { batch_size } => (Some(int(batch_size)), None),
         };
         let (eval_every_epochs, eval_every_steps) = split_every(t.eval_every);
         RawTrain {

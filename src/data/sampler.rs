@@ -6,6 +6,8 @@
 //!   jumping over Geometric(q) gaps instead of flipping n coins.
 //! - [`CyclicPoissonSampler`]: b-min-separated Poisson sampling for banded matrix
 //!   factorization: each example in one of b groups, step t Poisson-samples group t mod b.
+//! - [`FixedOrderSampler`]: one permutation cut into batches visited in the same order every
+//!   epoch (multi-epoch participation without amplification).
 //! - [`ShuffleSampler`]: a fresh uniform permutation each epoch cut into batches of exactly
 //!   `batch_size` (the remainder of an epoch, n mod B examples, is dropped).
 //! - [`FixedSizeSampler`]: each step an independent uniform subset of exactly `batch_size`
@@ -190,6 +192,70 @@ impl CyclicPoissonSampler {
     }
 }
 
+/// Fixed-order batches: one uniform permutation (drawn once, from the caller's RNG) cut into
+/// m = ⌊n / batch_size⌋ batches of exactly `batch_size` examples, visited in the same order every
+/// epoch: step t uses batch t mod m. Every example in a batch takes part once per epoch, in steps
+/// exactly m apart; the n − m·batch_size examples past the last whole batch are never used. This is
+/// the multi-epoch participation of the matrix mechanism without amplification (Choquette-Choo et
+/// al. 2022, "Multi-epoch matrix factorization mechanisms for private machine learning").
+#[derive(Debug, Clone, PartialEq)]
+pub struct FixedOrderSampler {
+    /// The batches, each sorted ascending.
+    batches: Vec<Vec<usize>>,
+    step: u64,
+}
+
+impl FixedOrderSampler {
+    /// Batches drawn from `permutation`; `1 <= batch_size <= n`.
+    pub fn new<R: Rng + ?Sized>(
+        n: usize,
+        batch_size: usize,
+        permutation: &mut R,
+    ) -> Result<Self, DataError> {
+        if batch_size == 0 || batch_size > n {
+            return Err(DataError::InvalidParameter {
+                name: "batch_size",
+                expected: format!("an integer in 1..={n}"),
+                found: batch_size.to_string(),
+            });
+        }
+        let mut order: Vec<usize> = (0..n).collect();
+        order.shuffle(permutation);
+        let batches = order
+            .chunks_exact(batch_size)
+            .map(|c| {
+                let mut b = c.to_vec();
+                b.sort_unstable();
+                b
+            })
+            .collect();
+        Ok(Self { batches, step: 0 })
+    }
+
+    /// m, the batches per epoch.
+    pub fn batches_per_epoch(&self) -> usize {
+        self.batches.len()
+    }
+
+    /// The batch size.
+    pub fn expected_batch_size(&self) -> f64 {
+        self.batches[0].len() as f64
+    }
+
+    /// Continue after `step` batches (a resumed run; the batches are drawn again by [`Self::new`]).
+    pub fn set_step(&mut self, step: u64) {
+        self.step = step;
+    }
+
+    /// Draw the next batch into `out` (cleared first), sorted ascending.
+    pub fn next_batch_into(&mut self, out: &mut Vec<usize>) {
+        let k = (self.step % self.batches.len() as u64) as usize;
+        self.step += 1;
+        out.clear();
+        out.extend_from_slice(&self.batches[k]);
+    }
+}
+
 /// Epoch-wise shuffling with a fixed batch size.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ShuffleSampler {
@@ -342,6 +408,7 @@ impl FixedSizeSampler {
 pub enum Sampler {
     Poisson(PoissonSampler),
     CyclicPoisson(CyclicPoissonSampler),
+    FixedOrder(FixedOrderSampler),
     Shuffle(ShuffleSampler),
     FixedSize(FixedSizeSampler),
 }
@@ -352,6 +419,7 @@ impl Sampler {
         match self {
             Sampler::Poisson(s) => s.expected_batch_size(),
             Sampler::CyclicPoisson(s) => s.expected_batch_size(),
+            Sampler::FixedOrder(s) => s.expected_batch_size(),
             Sampler::Shuffle(s) => s.expected_batch_size(),
             Sampler::FixedSize(s) => s.expected_batch_size(),
         }
@@ -362,6 +430,7 @@ impl Sampler {
         match self {
             Sampler::Poisson(s) => s.next_batch_into(rng, out),
             Sampler::CyclicPoisson(s) => s.next_batch_into(rng, out),
+            Sampler::FixedOrder(s) => s.next_batch_into(out),
             Sampler::Shuffle(s) => s.next_batch_into(rng, out),
             Sampler::FixedSize(s) => s.next_batch_into(rng, out),
         }

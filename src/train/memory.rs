@@ -64,7 +64,7 @@ fn step_batch(sampler: Sampler) -> u64 {
     let b = sampler.batch_size() as u64;
     match sampler {
         Sampler::Poisson { .. } => b + (6.0 * (b as f64).sqrt()).ceil() as u64 + 6,
-        Sampler::Shuffle { .. } | Sampler::FixedSize { .. } => b,
+        Sampler::Shuffle { .. } | Sampler::FixedSize { .. } | Sampler::FixedOrder { .. } => b,
     }
 }
 

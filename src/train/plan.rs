@@ -95,9 +95,11 @@ pub struct TrainingPlan {
     pub clip: ClipPolicy,
     /// `None` for a non-private run.
     pub privacy: Option<PrivacyPlan>,
-    /// `noise.mechanism = "bandmf"`: the banded strategy and its rounds (`None`: independent
-    /// noise).
+    /// `noise.mechanism = "bandmf"`: the banded strategy (`None`: independent noise).
     pub bandmf: Option<BandMfPlan>,
+    /// One event per round of steps instead of one per step (BandMF's cyclic Poisson sampling,
+    /// fixed-order batches); `None`: every step is its own event.
+    pub rounds: Option<Rounds>,
 }
 
 /// Banded matrix-factorization noise (`privacy::bandmf`) with b-min-separated Poisson sampling
@@ -116,18 +118,11 @@ pub struct BandMfPlan {
     pub strategy: BandedStrategy,
     /// The workload the strategy was optimised for (prefix sums, or momentum β).
     pub workload: Workload,
-    /// b·q: the Poisson rate inside an example's group.
-    pub group_sample_rate: f64,
+    /// b·q: the Poisson rate inside an example's group (`None` with fixed-order batches).
+    pub group_sample_rate: Option<f64>,
     /// The strategy's expected squared workload error relative to DP-SGD's at equal noise
     /// multiplier (`BandedStrategy::error_ratio`).
     pub error_ratio: f64,
-}
-
-impl BandMfPlan {
-    /// Rounds started by the end of step `steps − 1`: ⌈steps / b⌉.
-    pub fn rounds(&self, steps: u64) -> u64 {
-        steps.div_ceil(self.bands)
-    }
 }
 
 fn lr_schedule(spec: &ExperimentSpec, n_train: usize, total: u64) -> LrSchedule {
@@ -268,6 +263,52 @@ fn sampled(sampler: Sampler, n_train: usize, sample_rate: f64, releases: Vec<DpE
                 DpEvent::sampled_without_replacement(n_train as u64, batch_size as u64, inner)
             }
         }
+        // No amplification: the release itself, once per epoch ([`Rounds::FixedOrder`]).
+        Sampler::FixedOrder { .. } => inner,
+    }
+}
+
+/// Runs whose examples take part at most once per round of consecutive steps are accounted one
+/// event per round, recorded at the round's first step (`NoOp` at the others): counting a round's
+/// possible participation at its start never counts late, so ε at every step is an upper bound.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Rounds {
+    /// BandMF under b-min-separated Poisson sampling ([`BandMfPlan`]): rounds of b steps, each
+    /// `PoissonSampled(sample_rate, release)` with the rate inside a group, b·q.
+    CyclicPoisson { period: u64, sample_rate: f64 },
+    /// `train.sampler = "fixed_order"`: epochs of m = ⌊n / B⌋ steps in which every example is in
+    /// exactly one batch (or none), each the unsampled release. With BandMF (b ≤ m) the strategy's
+    /// columns for one example's participations, m ≥ b steps apart, are orthogonal, so each epoch
+    /// still adds at most one release of sensitivity C (docs/accounting.md).
+    FixedOrder { period: u64 },
+}
+
+impl Rounds {
+    /// Steps per round.
+    pub fn period(&self) -> u64 {
+        match *self {
+            Rounds::CyclicPoisson { period, .. } | Rounds::FixedOrder { period } => period,
+        }
+    }
+
+    /// Rounds started by the end of step `steps − 1`: ⌈steps / period⌉.
+    pub fn count(&self, steps: u64) -> u64 {
+        steps.div_ceil(self.period())
+    }
+
+    /// One round's event around a step's releases.
+    pub fn event(&self, releases: Vec<DpEvent>) -> DpEvent {
+        let inner = if releases.len() == 1 {
+            releases.into_iter().next().unwrap_or(DpEvent::NoOp)
+        } else {
+            DpEvent::Composed(releases)
+        };
+        match *self {
+            Rounds::CyclicPoisson { sample_rate, .. } if sample_rate < 1.0 => {
+                DpEvent::poisson_sampled(sample_rate, inner)
+            }
+            _ => inner,
+        }
     }
 }
 
@@ -280,6 +321,7 @@ fn bandmf_plan(
     bands: usize,
     steps: u64,
     sample_rate: f64,
+    n_train: usize,
 ) -> Result<BandMfPlan, TrainError> {
     let config_error = |expected: String, found: String| {
         TrainError::Config(ConfigError::OutOfRange {
@@ -293,16 +335,33 @@ fn bandmf_plan(
     let bands = bands
         .min(usize::try_from(steps).unwrap_or(usize::MAX))
         .max(1);
-    let group_sample_rate = sample_rate * bands as f64;
-    if group_sample_rate > 1.0 {
-        return Err(config_error(
-            format!(
-                "at most n / batch = {:.1} bands: b-min-separated sampling draws each step from one of b groups of about n / b examples, at rate b·q, which must not exceed 1",
-                1.0 / sample_rate
-            ),
-            format!("{bands} (b·q = {group_sample_rate:.4})"),
-        ));
-    }
+    let group_sample_rate = match spec.train.sampler {
+        Sampler::FixedOrder { batch_size } => {
+            let batches = n_train / batch_size.max(1);
+            if bands > batches {
+                return Err(config_error(
+                    format!(
+                        "at most {batches} bands (the batches per epoch, ⌊n / batch_size⌋): an example's participations, one batch cycle apart, must be at least b steps apart for the banded sensitivity"
+                    ),
+                    bands.to_string(),
+                ));
+            }
+            None
+        }
+        _ => {
+            let rate = sample_rate * bands as f64;
+            if rate > 1.0 {
+                return Err(config_error(
+                    format!(
+                        "at most n / batch = {:.1} bands: b-min-separated sampling draws each step from one of b groups of about n / b examples, at rate b·q, which must not exceed 1",
+                        1.0 / sample_rate
+                    ),
+                    format!("{bands} (b·q = {rate:.4})"),
+                ));
+            }
+            Some(rate)
+        }
+    };
     let workload = match *optimizer {
         Optimizer::Momentum { momentum, .. } => Workload::Momentum { momentum },
         Optimizer::BiasCorrectedMomentum { beta } => Workload::Momentum { momentum: beta },
@@ -387,7 +446,20 @@ impl TrainingPlan {
                 bands,
                 planned_steps,
                 sample_rate,
+                n_train,
             )?),
+            _ => None,
+        };
+        let rounds = match (spec.train.sampler, &bandmf) {
+            (Sampler::FixedOrder { batch_size }, _) => Some(Rounds::FixedOrder {
+                period: (n_train / batch_size.max(1)).max(1) as u64,
+            }),
+            (_, Some(m)) => m
+                .group_sample_rate
+                .map(|sample_rate| Rounds::CyclicPoisson {
+                    period: m.bands,
+                    sample_rate,
+                }),
             _ => None,
         };
         let mut plan = TrainingPlan {
@@ -406,6 +478,7 @@ impl TrainingPlan {
             clip,
             privacy: None,
             bandmf,
+            rounds,
         };
         if let Some(p) = &spec.privacy {
             plan.privacy = Some(plan.plan_privacy(spec, p)?);
@@ -507,20 +580,15 @@ impl TrainingPlan {
                 .unwrap_or_else(|_| vec![DpEvent::gaussian(sigma)])
         };
         let prefix = statistics_events(spec);
-        let rounds = self
-            .bandmf
-            .as_ref()
-            .map(|m| (m.clone(), m.group_sample_rate));
+        let rounds = self.rounds;
         let run_event = |kappa: f64, upto: u64| -> DpEvent {
             let mut ledger = EventLedger::new();
             for event in &prefix {
                 ledger.record(event.clone());
             }
-            if let Some((m, rate)) = &rounds {
-                // Constant σ (checked in config::spec): ⌈upto / b⌉ rounds.
-                ledger.record(
-                    sampled(sampler, n, *rate, releases(kappa)).self_composed(m.rounds(upto)),
-                );
+            if let Some(r) = &rounds {
+                // Constant σ (checked in config::spec): ⌈upto / period⌉ rounds.
+                ledger.record(r.event(releases(kappa)).self_composed(r.count(upto)));
             } else if constant {
                 ledger.record(sampled(sampler, n, q, releases(kappa)).self_composed(upto));
             } else {
@@ -535,10 +603,13 @@ impl TrainingPlan {
             source,
         };
         // Refuse, before any training, an event the accountant cannot analyse.
-        let step_rate = self.bandmf.as_ref().map_or(q, |m| m.group_sample_rate);
+        let one = match &self.rounds {
+            Some(r) => r.event(releases(1.0)),
+            None => sampled(sampler, n, q, releases(1.0)),
+        };
         factory()
             .map_err(accounting)?
-            .check(&sampled(sampler, n, step_rate, releases(1.0)))
+            .check(&one)
             .map_err(accounting)?;
 
         let mut warnings = Vec::new();
@@ -741,14 +812,12 @@ impl TrainingPlan {
         ScheduleSummary::of(&p.sigmas[..(self.steps as usize).min(p.sigmas.len())])
     }
 
-    /// The event of step `t` given the releases the clipping policy made in it. With BandMF,
-    /// the round's event at its first step and `NoOp` at the others ([`BandMfPlan`]).
+    /// The event of step `t` given the releases the clipping policy made in it. With rounds
+    /// ([`Rounds`]), the round's event at its first step and `NoOp` at the others.
     pub fn step_event(&self, t: u64, releases: Vec<DpEvent>) -> DpEvent {
-        match &self.bandmf {
+        match &self.rounds {
             None => sampled(self.sampler, self.n_train, self.sample_rate, releases),
-            Some(m) if t.is_multiple_of(m.bands) => {
-                sampled(self.sampler, self.n_train, m.group_sample_rate, releases)
-            }
+            Some(r) if t.is_multiple_of(r.period()) => r.event(releases),
             Some(_) => DpEvent::NoOp,
         }
     }

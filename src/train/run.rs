@@ -37,7 +37,8 @@ use crate::config::spec::Sampler as SpecSampler;
 use crate::data::Dataset;
 use crate::data::augment::{self, ViewSpec};
 use crate::data::sampler::{
-    CyclicPoissonSampler, FixedSizeSampler, PoissonSampler, Sampler, ShuffleSampler,
+    CyclicPoissonSampler, FixedOrderSampler, FixedSizeSampler, PoissonSampler, Sampler,
+    ShuffleSampler,
 };
 use crate::grad::{GradError, PerSampleGradients};
 use crate::privacy::bandmf::{Correlated, CorrelatedNoise};
@@ -86,7 +87,7 @@ fn make_sampler(exp: &Experiment, seed: u64) -> Result<Sampler, TrainError> {
             Some(m) => Sampler::CyclicPoisson(CyclicPoissonSampler::new(
                 n,
                 m.bands as usize,
-                m.group_sample_rate,
+                m.group_sample_rate.unwrap_or(sample_rate),
                 &mut stream_rng(seed, STREAM_PARTITION),
             )?),
             None => Sampler::Poisson(PoissonSampler::new(n, sample_rate)?),
@@ -97,6 +98,11 @@ fn make_sampler(exp: &Experiment, seed: u64) -> Result<Sampler, TrainError> {
         SpecSampler::FixedSize { batch_size } => {
             Sampler::FixedSize(FixedSizeSampler::new(n, batch_size)?)
         }
+        SpecSampler::FixedOrder { batch_size } => Sampler::FixedOrder(FixedOrderSampler::new(
+            n,
+            batch_size,
+            &mut stream_rng(seed, STREAM_PARTITION),
+        )?),
     })
 }
 
@@ -294,8 +300,10 @@ impl<'a> DpSgdSeed<'a> {
             s.set_position(saved.permutation, saved.cursor, saved.epoch)
                 .map_err(refuse)?;
         }
-        if let Sampler::CyclicPoisson(s) = &mut run.sampler {
-            s.set_step(state.step);
+        match &mut run.sampler {
+            Sampler::CyclicPoisson(s) => s.set_step(state.step),
+            Sampler::FixedOrder(s) => s.set_step(state.step),
+            _ => {}
         }
         if let (Some(noise), Some(history)) = (&mut run.correlated, state.correlated_noise) {
             noise

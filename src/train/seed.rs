@@ -26,7 +26,8 @@ pub const STREAM_AUGMENT: u64 = 4;
 /// The noise of the private data statistics (`data.standardize = "private"`), drawn once per
 /// experiment from the stream of `data.standardize_seed`.
 pub const STREAM_STATISTICS: u64 = 5;
-/// The groups of b-min-separated sampling (`noise.mechanism = "bandmf"` with more than one band).
+/// The groups of b-min-separated sampling (`noise.mechanism = "bandmf"` with more than one band)
+/// and the permutation of `train.sampler = "fixed_order"`.
 pub const STREAM_PARTITION: u64 = 6;
 
 /// A ChaCha12 generator for stream `stream` of run seed `seed`.

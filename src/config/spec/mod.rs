@@ -325,11 +325,14 @@ pub fn validate(raw: &RawConfig, source: &Path) -> Result<ExperimentSpec, Config
     {
         // The banded sensitivity (privacy::bandmf) covers one Gaussian vector per step, of one
         // noise multiplier and one clip norm, under b-min-separated Poisson sampling.
-        if !matches!(train.sampler, Sampler::Poisson { .. }) {
+        if !matches!(
+            train.sampler,
+            Sampler::Poisson { .. } | Sampler::FixedOrder { .. }
+        ) {
             return Err(v.conflict(
                 "noise.mechanism",
                 "train.sampler",
-                "\"bandmf\" is accounted by amplification under b-min-separated Poisson sampling (each example in one of `noise.bands` groups, step t sampling group t mod bands): use train.sampler = \"poisson\"",
+                "\"bandmf\" is accounted under b-min-separated Poisson sampling (train.sampler = \"poisson\": each example in one of `noise.bands` groups, step t sampling group t mod bands) or fixed-order batches (train.sampler = \"fixed_order\", no amplification)",
             ));
         }
         if !matches!(
@@ -342,7 +345,9 @@ pub fn validate(raw: &RawConfig, source: &Path) -> Result<ExperimentSpec, Config
                 "\"bandmf\" correlates the noise of the clipped gradient sum only, at one clip norm for all steps: use clip.policy = \"flat\", \"per_layer\" or \"automatic\"",
             ));
         }
-        if p.neighbouring != crate::privacy::event::NeighbouringRelation::AddOrRemoveOne {
+        if matches!(train.sampler, Sampler::Poisson { .. })
+            && p.neighbouring != crate::privacy::event::NeighbouringRelation::AddOrRemoveOne
+        {
             return Err(v.conflict(
                 "noise.mechanism",
                 "privacy.neighbouring",
@@ -354,6 +359,25 @@ pub fn validate(raw: &RawConfig, source: &Path) -> Result<ExperimentSpec, Config
                 "noise.mechanism",
                 "noise.schedule",
                 "\"bandmf\"'s sensitivity assumes one noise multiplier for all steps: use noise.schedule = \"constant\"",
+            ));
+        }
+    }
+    if let (Some(p), Sampler::FixedOrder { .. }) = (&privacy, train.sampler) {
+        // One release per epoch: adding an example would shift every later batch of the fixed
+        // cut, so the guarantee is for replace-one neighbours (the replaced example keeps its
+        // place), and every step must release the same events.
+        if p.neighbouring != crate::privacy::event::NeighbouringRelation::ReplaceOne {
+            return Err(v.conflict(
+                "train.sampler",
+                "privacy.neighbouring",
+                "\"fixed_order\" batches are a fixed cut of one permutation: adding or removing an example would move every later example to another batch, so its guarantee is for replace-one neighbours: set privacy.neighbouring = \"replace_one\"",
+            ));
+        }
+        if p.noise_schedule != NoiseSchedule::Constant {
+            return Err(v.conflict(
+                "train.sampler",
+                "noise.schedule",
+                "\"fixed_order\" is accounted as one release per epoch, at one noise multiplier: use noise.schedule = \"constant\"",
             ));
         }
     }

@@ -69,6 +69,9 @@ pub enum Sampler {
     FixedSize {
         batch_size: usize,
     },
+    FixedOrder {
+        batch_size: usize,
+    },
 }
 
 impl Sampler {
@@ -78,6 +81,7 @@ impl Sampler {
             Sampler::Poisson { .. } => SamplerKind::Poisson,
             Sampler::Shuffle { .. } => SamplerKind::Shuffle,
             Sampler::FixedSize { .. } => SamplerKind::FixedSize,
+            Sampler::FixedOrder { .. } => SamplerKind::FixedOrder,
         }
     }
 
@@ -87,7 +91,9 @@ impl Sampler {
             Sampler::Poisson {
                 expected_batch_size,
             } => expected_batch_size,
-            Sampler::Shuffle { batch_size } | Sampler::FixedSize { batch_size } => batch_size,
+            Sampler::Shuffle { batch_size }
+            | Sampler::FixedSize { batch_size }
+            | Sampler::FixedOrder { batch_size } => batch_size,
         }
     }
 
@@ -95,7 +101,9 @@ impl Sampler {
     pub fn batch_key(&self) -> &'static str {
         match self {
             Sampler::Poisson { .. } => "train.expected_batch_size",
-            Sampler::Shuffle { .. } | Sampler::FixedSize { .. } => "train.batch_size",
+            Sampler::Shuffle { .. } | Sampler::FixedSize { .. } | Sampler::FixedOrder { .. } => {
+                "train.batch_size"
+            }
         }
     }
 }
@@ -224,7 +232,7 @@ impl Checker<'_> {
                     expected_batch_size,
                 }
             }
-            SamplerKind::Shuffle | SamplerKind::FixedSize => {
+            SamplerKind::Shuffle | SamplerKind::FixedSize | SamplerKind::FixedOrder => {
                 self.absent("train.expected_batch_size", &t.expected_batch_size, || {
                     format!(
                         "only used with sampler = \"poisson\"; use `train.batch_size` with \"{}\"",
@@ -235,10 +243,10 @@ impl Checker<'_> {
                     self.missing("train.batch_size", "the sampler needs a batch size")
                 })?;
                 let batch_size = batch("train.batch_size", b)?;
-                if kind == SamplerKind::Shuffle {
-                    Sampler::Shuffle { batch_size }
-                } else {
-                    Sampler::FixedSize { batch_size }
+                match kind {
+                    SamplerKind::Shuffle => Sampler::Shuffle { batch_size },
+                    SamplerKind::FixedOrder => Sampler::FixedOrder { batch_size },
+                    _ => Sampler::FixedSize { batch_size },
                 }
             }
         };

@@ -667,8 +667,11 @@ pub(crate) fn shuffle_state(sampler: &Sampler) -> Option<ShuffleState> {
                 epoch,
             })
         }
-        // The cyclic sampler's position is the step, saved anyway.
-        Sampler::Poisson(_) | Sampler::CyclicPoisson(_) | Sampler::FixedSize(_) => None,
+        // The cyclic and fixed-order samplers' position is the step, saved anyway.
+        Sampler::Poisson(_)
+        | Sampler::CyclicPoisson(_)
+        | Sampler::FixedOrder(_)
+        | Sampler::FixedSize(_) => None,
     }
 }
 

@@ -161,6 +161,29 @@ fn assert_resumes_bit_for_bit(name: &str, clip: &str, train_extra: &str) {
 }
 
 #[test]
+fn fixed_order_batches_with_bandmf_resume_bit_for_bit() {
+    let (exp, resolved) = experiment(
+        "clip_norm = 1.0",
+        "sampler = \"fixed_order\"\nbatch_size = 50\nlearning_rate = 0.5",
+        "neighbouring = \"replace_one\"\n[noise]\nmechanism = \"bandmf\"\nbands = 4",
+    );
+    let results = straight_and_resumed(&exp, &resolved, 7);
+    let straight = without_seconds(results[0].clone());
+    for r in &results[1..] {
+        let r = without_seconds(r.clone());
+        assert_eq!(r.rows, straight.rows);
+        assert_eq!(r.summary, straight.summary);
+        assert_eq!(r.ledger, straight.ledger);
+    }
+    // 12 batches per epoch, 24 steps: two unsampled releases.
+    let sigma = exp.plan.privacy.as_ref().unwrap().noise_multiplier;
+    assert_eq!(
+        straight.ledger.runs(),
+        &[(crate::privacy::event::DpEvent::gaussian(sigma), 2)]
+    );
+}
+
+#[test]
 fn bandmf_resumes_bit_for_bit_with_its_noise_history() {
     // 24 steps of 4 bands: checkpoints at steps 3 and 6 hold 3 noise vectors, the interrupt's at
     // step 7 too; the resumed runs must continue the same correlated noise.
