@@ -26,30 +26,11 @@ import json
 import math
 import os
 import subprocess
-import sys
 import tempfile
 
+from private_env import ensure  # noqa: E402
 
-def _ensure_jax_privacy():
-    try:
-        import jax_privacy  # noqa: F401
-        import dp_accounting  # noqa: F401
-        return
-    except ImportError:
-        pass
-    if os.environ.get("DPX_COMPARE_BANDMF_VENV"):
-        sys.exit("jax_privacy is still missing after installing it; see the pip output above")
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    venv = os.path.join(cache, "dpx", "jax-privacy-env")
-    python = os.path.join(venv, "bin", "python")
-    if not os.path.exists(python):
-        subprocess.check_call([sys.executable, "-m", "venv", venv])
-        subprocess.check_call([python, "-m", "pip", "install", "--quiet", "jax-privacy"])
-    env = dict(os.environ, DPX_COMPARE_BANDMF_VENV="1")
-    os.execve(python, [python] + sys.argv, env)
-
-
-_ensure_jax_privacy()
+ensure(["jax_privacy", "dp_accounting"], "jax-privacy-env", ["jax-privacy"])
 
 import dp_accounting  # noqa: E402
 import numpy as np  # noqa: E402

@@ -31,27 +31,9 @@ import sys
 import tempfile
 import time
 
+from private_env import ensure  # noqa: E402
 
-def _ensure_dp_accounting():
-    """Import dp_accounting, installing it into a private venv (and re-executing) if needed."""
-    try:
-        import dp_accounting  # noqa: F401
-        return
-    except ImportError:
-        pass
-    if os.environ.get("DPX_COMPARE_PLD_VENV"):
-        sys.exit("dp_accounting is still missing after installing it; see the pip output above")
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    venv = os.path.join(cache, "dpx", "dp-accounting-env")
-    python = os.path.join(venv, "bin", "python")
-    if not os.path.exists(python):
-        subprocess.check_call([sys.executable, "-m", "venv", venv])
-        subprocess.check_call([python, "-m", "pip", "install", "--quiet", "dp-accounting"])
-    env = dict(os.environ, DPX_COMPARE_PLD_VENV="1")
-    os.execve(python, [python] + sys.argv, env)
-
-
-_ensure_dp_accounting()
+ensure(["dp_accounting"], "dp-accounting-env", ["dp-accounting"])
 
 import dp_accounting  # noqa: E402
 from dp_accounting.pld import pld_privacy_accountant  # noqa: E402

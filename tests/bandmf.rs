@@ -77,6 +77,20 @@ fn summary_column(out: &Path, column: &str) -> Vec<String> {
     r.records().map(|rec| rec.unwrap()[i].to_string()).collect()
 }
 
+/// ε of `dpx account --json` with the given flags (and δ = 1e-5).
+fn account_epsilon(flags: &[&str]) -> f64 {
+    let out = dpx()
+        .args(["account", "--json", "--delta", "1e-5"])
+        .args(flags)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let json: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    json["epsilon"].as_f64().unwrap()
+}
+
 #[test]
 fn one_band_is_dp_sgd_byte_for_byte() {
     let dir = tempfile::tempdir().unwrap();
@@ -125,23 +139,14 @@ fn banded_runs_are_accounted_as_rounds_and_do_not_depend_on_threads() {
         (epsilon - 2.0).abs() < 1e-3,
         "calibrated to ε = 2, wrote {epsilon}"
     );
-    let out = dpx()
-        .args([
-            "account",
-            "--json",
-            "--delta",
-            "1e-5",
-            "--sample-rate",
-            "0.25",
-        ])
-        .args(["--steps", "24", "--noise-multiplier", sigma])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let json: serde_json::Value = serde_json::from_slice(&out).unwrap();
-    let planned = json["epsilon"].as_f64().unwrap();
+    let planned = account_epsilon(&[
+        "--sample-rate",
+        "0.25",
+        "--steps",
+        "24",
+        "--noise-multiplier",
+        sigma,
+    ]);
     assert!(
         (planned - epsilon).abs() <= 1e-12 * epsilon,
         "run ε {epsilon} vs 24 rounds at rate 0.25: {planned}"
@@ -180,23 +185,16 @@ fn fixed_order_batches_are_one_release_per_epoch() {
             .stdout(predicate::str::contains("fixed-order batches"));
         let sigma = &summary_column(&out, "noise_multiplier")[0];
         let epsilon: f64 = summary_column(&out, "epsilon")[0].parse().unwrap();
-        let json = dpx()
-            .args(["account", "--json", "--delta", "1e-5", "--sample-rate", "1"])
-            .args([
-                "--steps",
-                "6",
-                "--relation",
-                "replace-one",
-                "--noise-multiplier",
-                sigma,
-            ])
-            .assert()
-            .success()
-            .get_output()
-            .stdout
-            .clone();
-        let json: serde_json::Value = serde_json::from_slice(&json).unwrap();
-        let planned = json["epsilon"].as_f64().unwrap();
+        let planned = account_epsilon(&[
+            "--sample-rate",
+            "1",
+            "--steps",
+            "6",
+            "--relation",
+            "replace-one",
+            "--noise-multiplier",
+            sigma,
+        ]);
         assert!(
             (planned - epsilon).abs() <= 1e-12 * epsilon,
             "{name}: run ε {epsilon} vs 6 releases: {planned}"

@@ -133,16 +133,10 @@ fn straight_and_resumed(exp: &Experiment, resolved: &str, stop: u64) -> Vec<Seed
     out
 }
 
-fn assert_resumes_bit_for_bit(name: &str, clip: &str, train_extra: &str) {
-    // Batches without replacement are accounted under replace-one neighbours.
-    let privacy = if train_extra.contains("fixed_size") {
-        "neighbouring = \"replace_one\""
-    } else {
-        ""
-    };
-    let (exp, resolved) = experiment(clip, train_extra, privacy);
-    assert!(exp.plan.steps > 10, "{name}: {} steps", exp.plan.steps);
-    let results = straight_and_resumed(&exp, &resolved, 7);
+/// Straight-through and resumed runs (see [`straight_and_resumed`]) agree but for `seconds`, and
+/// the ledger is the plan's; returns the straight result.
+fn assert_same_as_straight(name: &str, exp: &Experiment, resolved: &str) -> SeedResult {
+    let results = straight_and_resumed(exp, resolved, 7);
     let straight = without_seconds(results[0].clone());
     for r in &results[1..] {
         let r = without_seconds(r.clone());
@@ -158,6 +152,19 @@ fn assert_resumes_bit_for_bit(name: &str, clip: &str, train_extra: &str) {
         exp.plan.planned_ledger(exp.plan.steps),
         "{name}"
     );
+    straight
+}
+
+fn assert_resumes_bit_for_bit(name: &str, clip: &str, train_extra: &str) {
+    // Batches without replacement are accounted under replace-one neighbours.
+    let privacy = if train_extra.contains("fixed_size") {
+        "neighbouring = \"replace_one\""
+    } else {
+        ""
+    };
+    let (exp, resolved) = experiment(clip, train_extra, privacy);
+    assert!(exp.plan.steps > 10, "{name}: {} steps", exp.plan.steps);
+    assert_same_as_straight(name, &exp, &resolved);
 }
 
 #[test]
@@ -167,14 +174,7 @@ fn fixed_order_batches_with_bandmf_resume_bit_for_bit() {
         "sampler = \"fixed_order\"\nbatch_size = 50\nlearning_rate = 0.5",
         "neighbouring = \"replace_one\"\n[noise]\nmechanism = \"bandmf\"\nbands = 4",
     );
-    let results = straight_and_resumed(&exp, &resolved, 7);
-    let straight = without_seconds(results[0].clone());
-    for r in &results[1..] {
-        let r = without_seconds(r.clone());
-        assert_eq!(r.rows, straight.rows);
-        assert_eq!(r.summary, straight.summary);
-        assert_eq!(r.ledger, straight.ledger);
-    }
+    let straight = assert_same_as_straight("fixed_order", &exp, &resolved);
     // 12 batches per epoch, 24 steps: two unsampled releases.
     let sigma = exp.plan.privacy.as_ref().unwrap().noise_multiplier;
     assert_eq!(
@@ -193,15 +193,7 @@ fn bandmf_resumes_bit_for_bit_with_its_noise_history() {
         "[noise]\nmechanism = \"bandmf\"\nbands = 4",
     );
     assert_eq!(exp.plan.bandmf.as_ref().map(|m| m.bands), Some(4));
-    let results = straight_and_resumed(&exp, &resolved, 7);
-    let straight = without_seconds(results[0].clone());
-    for r in &results[1..] {
-        let r = without_seconds(r.clone());
-        assert_eq!(r.ledger, straight.ledger);
-        assert_eq!(r.rows, straight.rows);
-        assert_eq!(r.summary, straight.summary);
-    }
-    assert_eq!(straight.ledger, exp.plan.planned_ledger(exp.plan.steps));
+    let straight = assert_same_as_straight("bandmf", &exp, &resolved);
     // ⌈24 / 4⌉ = 6 rounds of the group rate's subsampled Gaussian.
     let sigma = exp.plan.privacy.as_ref().unwrap().noise_multiplier;
     let round = crate::privacy::event::DpEvent::poisson_sampled(
@@ -210,20 +202,8 @@ fn bandmf_resumes_bit_for_bit_with_its_noise_history() {
     );
     assert_eq!(straight.ledger.runs(), &[(round, 6)]);
     // A checkpoint whose noise history does not fit is damaged, not used.
-    let sink = Memory::default();
-    let c = Checkpointing {
-        every: Some(3),
-        on_interrupt: false,
-        resolved_config: &resolved,
-        sink: &sink,
-    };
-    let cancel = AtomicBool::new(false);
-    let stop_at = StopAt {
-        at: 4,
-        cancel: &cancel,
-    };
-    train_seed_checkpointed(&exp, SEED, &stop_at, &cancel, Some(&c), None).unwrap();
-    let mut state = decode(&sink.0.into_inner().unwrap()[0], &resolved, SEED).unwrap();
+    let bytes = first_checkpoint(&exp, &resolved, 3, 4);
+    let mut state = decode(&bytes, &resolved, SEED).unwrap();
     assert_eq!(state.correlated_noise.as_ref().map(Vec::len), Some(3));
     state.correlated_noise.as_mut().unwrap().pop();
     assert!(matches!(
@@ -351,23 +331,28 @@ fn secure_noise_resumes_with_a_complete_ledger() {
     }
 }
 
-/// A real checkpoint's bytes (flat clipping, momentum, at step 4).
-fn sample_file() -> (Experiment, String, Vec<u8>) {
-    let (exp, resolved) = experiment("clip_norm = 1.0", MOMENTUM, "");
+/// The bytes of the first periodic checkpoint (every `every` steps) of a seed stopped at `stop`.
+fn first_checkpoint(exp: &Experiment, resolved: &str, every: u64, stop: u64) -> Vec<u8> {
     let sink = Memory::default();
     let c = Checkpointing {
-        every: Some(4),
+        every: Some(every),
         on_interrupt: false,
-        resolved_config: &resolved,
+        resolved_config: resolved,
         sink: &sink,
     };
     let cancel = AtomicBool::new(false);
     let stop = StopAt {
-        at: 5,
+        at: stop,
         cancel: &cancel,
     };
-    train_seed_checkpointed(&exp, SEED, &stop, &cancel, Some(&c), None).unwrap();
-    let bytes = sink.0.into_inner().unwrap().remove(0);
+    train_seed_checkpointed(exp, SEED, &stop, &cancel, Some(&c), None).unwrap();
+    sink.0.into_inner().unwrap().remove(0)
+}
+
+/// A real checkpoint's bytes (flat clipping, momentum, at step 4).
+fn sample_file() -> (Experiment, String, Vec<u8>) {
+    let (exp, resolved) = experiment("clip_norm = 1.0", MOMENTUM, "");
+    let bytes = first_checkpoint(&exp, &resolved, 4, 5);
     (exp, resolved, bytes)
 }
 
