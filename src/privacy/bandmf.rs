@@ -437,11 +437,13 @@ pub fn optimize(steps: u64, bands: usize, workload: Workload) -> Result<Optimize
 const BLOCK: usize = 1 << 14;
 
 /// The noise state of BandMF: the strategy's coefficients and the last b − 1 noise vectors w,
-/// most recent first ((b − 1) × P floats).
+/// most recent first ((b − 1) × P floats), plus one spare vector that the next step's draw is
+/// made in (the one the history let go of), so a step neither allocates nor copies a vector.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CorrelatedNoise {
     coefficients: Vec<f64>,
     history: VecDeque<Vec<f64>>,
+    spare: Vec<f64>,
 }
 
 impl CorrelatedNoise {
@@ -450,6 +452,7 @@ impl CorrelatedNoise {
         Self {
             coefficients: strategy.coefficients().to_vec(),
             history: VecDeque::new(),
+            spare: Vec::new(),
         }
     }
 
@@ -464,6 +467,12 @@ impl CorrelatedNoise {
     /// w_t = (z_t − Σ_{j=1}^{b−1} c_j w_{t−j}) / c_0 (fewer terms before step b − 1). Each
     /// coordinate's sum runs in the order j = 1, 2, …, whatever the thread count.
     pub fn correlate(&mut self, z: &mut [f64]) {
+        self.solve(z);
+        self.remember(z.to_vec());
+    }
+
+    /// w_t from z_t in place, from the remembered vectors (nothing is remembered).
+    fn solve(&self, z: &mut [f64]) {
         let c = &self.coefficients;
         let history = &self.history;
         let c0 = c[0];
@@ -479,18 +488,18 @@ impl CorrelatedNoise {
                     *v = acc / c0;
                 }
             });
-        let keep = c.len() - 1;
-        if keep == 0 {
+    }
+
+    /// Remember w_t as the most recent vector; the oldest one past b − 1 becomes the spare.
+    fn remember(&mut self, w: Vec<f64>) {
+        if self.coefficients.len() == 1 {
+            self.spare = w;
             return;
         }
-        let mut slot = if self.history.len() == keep {
-            self.history.pop_back().unwrap_or_default()
-        } else {
-            Vec::new()
-        };
-        slot.clear();
-        slot.extend_from_slice(z);
-        self.history.push_front(slot);
+        self.history.push_front(w);
+        if self.history.len() == self.coefficients.len() {
+            self.spare = self.history.pop_back().unwrap_or_default();
+        }
     }
 
     /// The remembered noise vectors, most recent first (for checkpoints).
@@ -536,12 +545,15 @@ impl<S: GaussianSource + ?Sized> GaussianSource for Correlated<'_, S> {
     }
 
     fn add_scaled_normals(&mut self, out: &mut [f64], scale: f64) {
-        let mut z = vec![0.0; out.len()];
+        let mut z = std::mem::take(&mut self.noise.spare);
+        z.clear();
+        z.resize(out.len(), 0.0);
         self.inner.add_scaled_normals(&mut z, scale);
-        self.noise.correlate(&mut z);
+        self.noise.solve(&mut z);
         for (o, w) in out.iter_mut().zip(&z) {
             *o += w;
         }
+        self.noise.remember(z);
     }
 }
 

@@ -239,13 +239,18 @@ pub fn clip_policy(spec: &ClipSpec, total_steps: u64) -> ClipPolicy {
     }
 }
 
-/// Wrap one step's releases in the sampling event of `sampler`.
-fn sampled(sampler: Sampler, n_train: usize, sample_rate: f64, releases: Vec<DpEvent>) -> DpEvent {
-    let inner = if releases.len() == 1 {
+/// One step's releases as one event: the release itself, or their composition.
+fn one_event(releases: Vec<DpEvent>) -> DpEvent {
+    if releases.len() == 1 {
         releases.into_iter().next().unwrap_or(DpEvent::NoOp)
     } else {
         DpEvent::Composed(releases)
-    };
+    }
+}
+
+/// Wrap one step's releases in the sampling event of `sampler`.
+fn sampled(sampler: Sampler, n_train: usize, sample_rate: f64, releases: Vec<DpEvent>) -> DpEvent {
+    let inner = one_event(releases);
     match sampler {
         // A shuffled epoch is accounted as Poisson sampling at the same rate: the usual
         // practice, whose guarantee does not hold (the plan marks it so).
@@ -298,11 +303,7 @@ impl Rounds {
 
     /// One round's event around a step's releases.
     pub fn event(&self, releases: Vec<DpEvent>) -> DpEvent {
-        let inner = if releases.len() == 1 {
-            releases.into_iter().next().unwrap_or(DpEvent::NoOp)
-        } else {
-            DpEvent::Composed(releases)
-        };
+        let inner = one_event(releases);
         match *self {
             Rounds::CyclicPoisson { sample_rate, .. } if sample_rate < 1.0 => {
                 DpEvent::poisson_sampled(sample_rate, inner)

@@ -23,14 +23,6 @@ impl NoiseMechanism {
             NoiseMechanism::BandMf { .. } => NoiseMechanismKind::Bandmf,
         }
     }
-
-    /// `noise.bands` (1 for independent noise).
-    pub fn bands(&self) -> usize {
-        match *self {
-            NoiseMechanism::Independent => 1,
-            NoiseMechanism::BandMf { bands } => bands,
-        }
-    }
 }
 
 /// The largest `noise.bands`: the noise state is (bands − 1) × P floats, and the banded
