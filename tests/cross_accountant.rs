@@ -1,5 +1,5 @@
 //! The cross-accountant property: for random plans (both neighbouring relations; Poisson
-//! sampling, sampling without replacement, unsampled releases; Gaussian and Laplace; one or two
+//! sampling, sampling without replacement, balls-in-bins epochs, unsampled releases; Gaussian and Laplace; one or two
 //! segments of steps), every accountant whose report claims a proven upper bound
 //! (`PrivacyReport::upper_bound`) reports an ε at least the **lower** estimate of the PLD
 //! accountant (`PldAccountant::lower_estimate`: losses rounded down, realisable neighbouring
@@ -22,7 +22,13 @@ const LOWER_INTERVAL: f64 = 2e-3;
 #[derive(Debug, Clone, Copy)]
 enum Sampling {
     Poisson(f64),
-    WithoutReplacement { dataset: u64, batch: u64 },
+    WithoutReplacement {
+        dataset: u64,
+        batch: u64,
+    },
+    /// Balls in bins: one random allocation over this many steps (the PLD lower estimate uses
+    /// the epoch's first step, Poisson at rate 1/t).
+    RandomAllocation(u64),
     Unsampled,
 }
 
@@ -54,6 +60,7 @@ impl Plan {
                     Sampling::WithoutReplacement { dataset, batch } => {
                         DpEvent::sampled_without_replacement(dataset, batch, inner)
                     }
+                    Sampling::RandomAllocation(t) => DpEvent::random_allocation(t, inner),
                     Sampling::Unsampled => inner,
                 };
                 one.self_composed(steps)
@@ -75,7 +82,8 @@ fn random_plan(rng: &mut StdRng) -> Plan {
     };
     let segments = (0..rng.random_range(1..=2))
         .map(|_| {
-            let sampling = match rng.random_range(0..3) {
+            let sampling = match rng.random_range(0..4) {
+                3 => Sampling::RandomAllocation(rng.random_range(1..200u64)),
                 0 => Sampling::Poisson(10f64.powf(rng.random_range(-2.5..0.0))),
                 1 => {
                     let dataset = rng.random_range(10..5000u64);

@@ -4,8 +4,8 @@
 
 use dpx::data::DataError;
 use dpx::data::sampler::{
-    CyclicPoissonSampler, FixedOrderSampler, FixedSizeSampler, PoissonSampler, Sampler,
-    ShuffleSampler,
+    BallsInBinsSampler, CyclicPoissonSampler, FixedOrderSampler, FixedSizeSampler, PoissonSampler,
+    Sampler, ShuffleSampler,
 };
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -342,4 +342,66 @@ fn fixed_order_visits_the_same_batches_in_the_same_order_every_epoch() {
     Sampler::FixedOrder(again).next_batch_into(&mut rng, &mut out);
     assert_eq!(out, first_epoch[3]);
     assert!(FixedOrderSampler::new(10, 11, &mut rng).is_err());
+}
+
+/// Balls in bins over n = 1000 examples into t = 8 batches, 400 epochs:
+/// - every epoch uses each example exactly once;
+/// - example i's batch is uniform: over E = 400 epochs each (example, batch) count is
+///   Binomial(E, 1/t); Pearson's Σ over the n·t cells of (c − E/t)²/(E/t) ~ χ²(n(t−1)) (approx.):
+///   mean 7000, sd √14000 = 118.3;
+/// - batch sizes are Binomial(n, 1/t): variance n(1/t)(1−1/t) = 109.4, estimated from 3200 sizes
+///   with relative sd ≈ √(2/3200) = 0.025;
+/// - two examples share a batch with probability 1/t independently of which two:
+///   pairs (0, 1) over 400 epochs ~ Binomial(400, 1/8): mean 50, sd 6.6.
+#[test]
+fn balls_in_bins_puts_every_example_in_one_uniform_batch_per_epoch() {
+    let (n, t, epochs) = (1000usize, 8usize, 400usize);
+    let mut s = BallsInBinsSampler::new(n, t, &mut ChaCha8Rng::seed_from_u64(11)).unwrap();
+    assert_eq!(s.batches_per_epoch(), t);
+    assert_eq!(s.expected_batch_size(), 125.0);
+    let mut counts = vec![0u32; n * t];
+    let mut sizes = Vec::new();
+    let mut together = 0u32;
+    let mut batch = Vec::new();
+    let mut first_epoch = Vec::new();
+    for e in 0..epochs {
+        let mut seen = vec![0u8; n];
+        for k in 0..t {
+            s.next_batch_into(&mut batch);
+            assert_sorted_distinct_below(&batch, n);
+            if e == 0 {
+                first_epoch.push(batch.clone());
+            }
+            sizes.push(batch.len() as f64);
+            for &i in &batch {
+                seen[i] += 1;
+                counts[i * t + k] += 1;
+            }
+            if batch.contains(&0) && batch.contains(&1) {
+                together += 1;
+            }
+        }
+        assert!(seen.iter().all(|&c| c == 1), "epoch {e}");
+    }
+    let expected = epochs as f64 / t as f64;
+    let chi2: f64 = counts
+        .iter()
+        .map(|&c| (f64::from(c) - expected).powi(2) / expected)
+        .sum();
+    assert!((chi2 - 7000.0).abs() < 5.0 * 118.3, "chi2 {chi2}");
+    let mean = sizes.iter().sum::<f64>() / sizes.len() as f64;
+    assert!((mean - 125.0).abs() < 1e-9);
+    let var = sizes.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (sizes.len() - 1) as f64;
+    assert!((var / 109.375 - 1.0).abs() < 5.0 * 0.025, "variance {var}");
+    assert!((f64::from(together) - 50.0).abs() < 5.0 * 6.6, "{together}");
+    // A resumed sampler rebuilds the epoch from the step; the key decides everything.
+    let mut again = BallsInBinsSampler::new(n, t, &mut ChaCha8Rng::seed_from_u64(11)).unwrap();
+    again.set_step(5);
+    let mut out = Vec::new();
+    Sampler::BallsInBins(again).next_batch_into(&mut ChaCha8Rng::seed_from_u64(0), &mut out);
+    assert_eq!(out, first_epoch[5]);
+    let mut other = BallsInBinsSampler::new(n, t, &mut ChaCha8Rng::seed_from_u64(12)).unwrap();
+    other.next_batch_into(&mut out);
+    assert_ne!(out, first_epoch[0]);
+    assert!(BallsInBinsSampler::new(n, 0, &mut ChaCha8Rng::seed_from_u64(0)).is_err());
 }

@@ -212,6 +212,10 @@ pub enum SamplerKind {
     /// One random permutation, cut once into ⌊n / batch_size⌋ batches that every epoch visits
     /// in the same order (no amplification: accounted as one release per epoch).
     FixedOrder,
+    /// Balls in bins (random allocation): each epoch, every example goes to one of
+    /// ⌈n / batch_size⌉ batches, chosen uniformly and independently; accounted with a guarantee
+    /// (the rdp accountant's random-allocation analysis).
+    BallsInBins,
 }
 
 impl SamplerKind {
@@ -222,6 +226,7 @@ impl SamplerKind {
             SamplerKind::Shuffle => "shuffle",
             SamplerKind::FixedSize => "fixed_size",
             SamplerKind::FixedOrder => "fixed_order",
+            SamplerKind::BallsInBins => "balls_in_bins",
         }
     }
 }

@@ -375,7 +375,8 @@ impl ExperimentSpec {
             } => (None, Some(int(expected_batch_size))),
             Sampler::Shuffle { batch_size }
             | Sampler::FixedSize { batch_size }
-            | Sampler::FixedOrder { batch_size } => (Some(int(batch_size)), None),
+            | Sampler::FixedOrder { batch_size }
+            | Sampler::BallsInBins { batch_size } => (Some(int(batch_size)), None),
         };
         let (eval_every_epochs, eval_every_steps) = split_every(t.eval_every);
         RawTrain {

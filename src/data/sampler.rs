@@ -8,6 +8,8 @@
 //!   factorization: each example in one of b groups, step t Poisson-samples group t mod b.
 //! - [`FixedOrderSampler`]: one permutation cut into batches visited in the same order every
 //!   epoch (multi-epoch participation without amplification).
+//! - [`BallsInBinsSampler`]: each epoch every example in exactly one of t batches, chosen
+//!   uniformly and independently (random allocation; batch sizes Binomial(n, 1/t)).
 //! - [`ShuffleSampler`]: a fresh uniform permutation each epoch cut into batches of exactly
 //!   `batch_size` (the remainder of an epoch, n mod B examples, is dropped).
 //! - [`FixedSizeSampler`]: each step an independent uniform subset of exactly `batch_size`
@@ -256,6 +258,105 @@ impl FixedOrderSampler {
     }
 }
 
+/// Balls in bins: at the start of each epoch every example is put in one of `bins` batches,
+/// uniformly and independently of the others (Chua et al. 2025, "Balls-and-bins sampling for
+/// DP-SGD"); the epoch's steps visit the batches in order. Epoch e's assignment is drawn from its
+/// own stream (a key drawn once at construction, stream e), so a resumed run rebuilds it from the
+/// step alone.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BallsInBinsSampler {
+    n: usize,
+    bins: usize,
+    key: [u8; 32],
+    step: u64,
+    /// The epoch whose assignment `order`/`offsets` hold.
+    epoch: Option<u64>,
+    /// Examples grouped by batch, ascending within each; batch k is
+    /// `order[offsets[k]..offsets[k + 1]]`.
+    order: Vec<u32>,
+    offsets: Vec<usize>,
+}
+
+impl BallsInBinsSampler {
+    /// `bins` batches per epoch over `n` examples (1 ≤ bins, n < 2³²); the key comes from `key_rng`.
+    pub fn new<R: Rng + ?Sized>(n: usize, bins: usize, key_rng: &mut R) -> Result<Self, DataError> {
+        if bins == 0 || u32::try_from(n).is_err() {
+            return Err(DataError::InvalidParameter {
+                name: "batch_size",
+                expected: "at least one batch per epoch over fewer than 2^32 examples".to_string(),
+                found: format!("{bins} batches of {n} examples"),
+            });
+        }
+        let mut key = [0u8; 32];
+        key_rng.fill_bytes(&mut key);
+        Ok(Self {
+            n,
+            bins,
+            key,
+            step: 0,
+            epoch: None,
+            order: Vec::new(),
+            offsets: Vec::new(),
+        })
+    }
+
+    /// t, the batches per epoch.
+    pub fn batches_per_epoch(&self) -> usize {
+        self.bins
+    }
+
+    /// n / t.
+    pub fn expected_batch_size(&self) -> f64 {
+        self.n as f64 / self.bins as f64
+    }
+
+    /// Continue after `step` batches (a resumed run).
+    pub fn set_step(&mut self, step: u64) {
+        self.step = step;
+    }
+
+    fn assign(&mut self, epoch: u64) {
+        use rand::SeedableRng;
+        let mut rng = rand_chacha::ChaCha12Rng::from_seed(self.key);
+        rng.set_stream(epoch);
+        let bins = self.bins as u32;
+        let bin: Vec<u32> = (0..self.n).map(|_| rng.random_range(0..bins)).collect();
+        // Counting sort: examples ascending within each batch.
+        let mut offsets = vec![0usize; self.bins + 1];
+        for &b in &bin {
+            offsets[b as usize + 1] += 1;
+        }
+        for k in 0..self.bins {
+            offsets[k + 1] += offsets[k];
+        }
+        let mut fill = offsets.clone();
+        let mut order = vec![0u32; self.n];
+        for (i, &b) in bin.iter().enumerate() {
+            order[fill[b as usize]] = i as u32;
+            fill[b as usize] += 1;
+        }
+        self.order = order;
+        self.offsets = offsets;
+        self.epoch = Some(epoch);
+    }
+
+    /// Draw the next batch into `out` (cleared first), sorted ascending; may be empty.
+    pub fn next_batch_into(&mut self, out: &mut Vec<usize>) {
+        let epoch = self.step / self.bins as u64;
+        let k = (self.step % self.bins as u64) as usize;
+        if self.epoch != Some(epoch) {
+            self.assign(epoch);
+        }
+        self.step += 1;
+        out.clear();
+        out.extend(
+            self.order[self.offsets[k]..self.offsets[k + 1]]
+                .iter()
+                .map(|&i| i as usize),
+        );
+    }
+}
+
 /// Epoch-wise shuffling with a fixed batch size.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ShuffleSampler {
@@ -409,6 +510,7 @@ pub enum Sampler {
     Poisson(PoissonSampler),
     CyclicPoisson(CyclicPoissonSampler),
     FixedOrder(FixedOrderSampler),
+    BallsInBins(BallsInBinsSampler),
     Shuffle(ShuffleSampler),
     FixedSize(FixedSizeSampler),
 }
@@ -420,6 +522,7 @@ impl Sampler {
             Sampler::Poisson(s) => s.expected_batch_size(),
             Sampler::CyclicPoisson(s) => s.expected_batch_size(),
             Sampler::FixedOrder(s) => s.expected_batch_size(),
+            Sampler::BallsInBins(s) => s.expected_batch_size(),
             Sampler::Shuffle(s) => s.expected_batch_size(),
             Sampler::FixedSize(s) => s.expected_batch_size(),
         }
@@ -431,6 +534,7 @@ impl Sampler {
             Sampler::Poisson(s) => s.next_batch_into(rng, out),
             Sampler::CyclicPoisson(s) => s.next_batch_into(rng, out),
             Sampler::FixedOrder(s) => s.next_batch_into(out),
+            Sampler::BallsInBins(s) => s.next_batch_into(out),
             Sampler::Shuffle(s) => s.next_batch_into(rng, out),
             Sampler::FixedSize(s) => s.next_batch_into(rng, out),
         }

@@ -41,6 +41,13 @@ pub enum DpEvent {
         batch_size: u64,
         event: Box<DpEvent>,
     },
+    /// Random allocation ("balls in bins"): `steps` consecutive runs of `event`, each record
+    /// taking part in exactly one of them, chosen uniformly and independently of the other
+    /// records. The `steps` runs are this one event (one epoch of balls-in-bins batches; Chua et
+    /// al. 2025, "Balls-and-bins sampling for DP-SGD"; Feldman & Shenfeld 2025, "Privacy
+    /// amplification by random allocation"). A prefix of the steps is post-processing of the
+    /// whole, so a partial epoch costs at most this event.
+    RandomAllocation { steps: u64, event: Box<DpEvent> },
     /// `event` run `count` times, each time on fresh randomness (adaptive composition).
     SelfComposed { event: Box<DpEvent>, count: u64 },
     /// Each event run once, in order (adaptive composition).
@@ -71,6 +78,14 @@ impl DpEvent {
         DpEvent::SampledWithoutReplacement {
             dataset_size,
             batch_size,
+            event: Box::new(event),
+        }
+    }
+
+    /// `event` under random allocation over `steps` steps (one epoch of balls-in-bins batches).
+    pub fn random_allocation(steps: u64, event: DpEvent) -> Self {
+        DpEvent::RandomAllocation {
+            steps,
             event: Box::new(event),
         }
     }

@@ -59,11 +59,14 @@ fn mul(a: u64, b: u64) -> u64 {
 }
 
 /// The largest batch a step is likely to draw: B for fixed-size and shuffled batches; for a
-/// Poisson batch of expected size B, B + 6√B + 6 (more than that has probability below 10^-8).
+/// Poisson batch of expected size B, B + 6√B + 6 (more than that has probability below 10^-8);
+/// the same for balls-in-bins batches (Binomial(n, 1/⌈n/B⌉), mean at most B).
 fn step_batch(sampler: Sampler) -> u64 {
     let b = sampler.batch_size() as u64;
     match sampler {
-        Sampler::Poisson { .. } => b + (6.0 * (b as f64).sqrt()).ceil() as u64 + 6,
+        Sampler::Poisson { .. } | Sampler::BallsInBins { .. } => {
+            b + (6.0 * (b as f64).sqrt()).ceil() as u64 + 6
+        }
         Sampler::Shuffle { .. } | Sampler::FixedSize { .. } | Sampler::FixedOrder { .. } => b,
     }
 }

@@ -270,7 +270,18 @@ fn sampled(sampler: Sampler, n_train: usize, sample_rate: f64, releases: Vec<DpE
         }
         // No amplification: the release itself, once per epoch ([`Rounds::FixedOrder`]).
         Sampler::FixedOrder { .. } => inner,
+        // One random allocation per epoch ([`Rounds::BallsInBins`]).
+        Sampler::BallsInBins { batch_size } => {
+            DpEvent::random_allocation(balls_in_bins_steps(n_train, batch_size), inner)
+        }
     }
+}
+
+/// Batches per epoch of `train.sampler = "balls_in_bins"`: ⌈n / B⌉ (at least 1).
+fn balls_in_bins_steps(n_train: usize, batch_size: usize) -> u64 {
+    Sampler::BallsInBins { batch_size }
+        .steps_per_epoch(n_train)
+        .unwrap_or(1)
 }
 
 /// Runs whose examples take part at most once per round of consecutive steps are accounted one
@@ -286,13 +297,18 @@ pub enum Rounds {
     /// columns for one example's participations, m ≥ b steps apart, are orthogonal, so each epoch
     /// still adds at most one release of sensitivity C (docs/accounting.md).
     FixedOrder { period: u64 },
+    /// `train.sampler = "balls_in_bins"`: epochs of t = ⌈n / B⌉ steps, each example in exactly one
+    /// of them (uniformly, independently): one `RandomAllocation(t, release)` per epoch.
+    BallsInBins { period: u64 },
 }
 
 impl Rounds {
     /// Steps per round.
     pub fn period(&self) -> u64 {
         match *self {
-            Rounds::CyclicPoisson { period, .. } | Rounds::FixedOrder { period } => period,
+            Rounds::CyclicPoisson { period, .. }
+            | Rounds::FixedOrder { period }
+            | Rounds::BallsInBins { period } => period,
         }
     }
 
@@ -308,6 +324,7 @@ impl Rounds {
             Rounds::CyclicPoisson { sample_rate, .. } if sample_rate < 1.0 => {
                 DpEvent::poisson_sampled(sample_rate, inner)
             }
+            Rounds::BallsInBins { period } => DpEvent::random_allocation(period, inner),
             _ => inner,
         }
     }
@@ -455,6 +472,9 @@ impl TrainingPlan {
             (Sampler::FixedOrder { batch_size }, _) => Some(Rounds::FixedOrder {
                 period: (n_train / batch_size.max(1)).max(1) as u64,
             }),
+            (Sampler::BallsInBins { batch_size }, _) => Some(Rounds::BallsInBins {
+                period: balls_in_bins_steps(n_train, batch_size),
+            }),
             (_, Some(m)) => m
                 .group_sample_rate
                 .map(|sample_rate| Rounds::CyclicPoisson {
@@ -467,7 +487,10 @@ impl TrainingPlan {
             n_train,
             steps: planned_steps,
             planned_steps,
-            steps_per_epoch: n_train as f64 / batch.max(1) as f64,
+            steps_per_epoch: match spec.train.sampler.steps_per_epoch(n_train) {
+                Some(t) => t as f64,
+                None => n_train as f64 / batch.max(1) as f64,
+            },
             eval_every: spec.train.eval_every,
             sampler: spec.train.sampler,
             sample_rate,

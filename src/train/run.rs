@@ -37,8 +37,8 @@ use crate::config::spec::Sampler as SpecSampler;
 use crate::data::Dataset;
 use crate::data::augment::{self, ViewSpec};
 use crate::data::sampler::{
-    CyclicPoissonSampler, FixedOrderSampler, FixedSizeSampler, PoissonSampler, Sampler,
-    ShuffleSampler,
+    BallsInBinsSampler, CyclicPoissonSampler, FixedOrderSampler, FixedSizeSampler, PoissonSampler,
+    Sampler, ShuffleSampler,
 };
 use crate::grad::{GradError, PerSampleGradients};
 use crate::privacy::bandmf::{Correlated, CorrelatedNoise};
@@ -98,6 +98,11 @@ fn make_sampler(exp: &Experiment, seed: u64) -> Result<Sampler, TrainError> {
         SpecSampler::FixedSize { batch_size } => {
             Sampler::FixedSize(FixedSizeSampler::new(n, batch_size)?)
         }
+        SpecSampler::BallsInBins { batch_size } => Sampler::BallsInBins(BallsInBinsSampler::new(
+            n,
+            n.div_ceil(batch_size.max(1)).max(1),
+            &mut stream_rng(seed, STREAM_PARTITION),
+        )?),
         SpecSampler::FixedOrder { batch_size } => Sampler::FixedOrder(FixedOrderSampler::new(
             n,
             batch_size,
@@ -303,6 +308,7 @@ impl<'a> DpSgdSeed<'a> {
         match &mut run.sampler {
             Sampler::CyclicPoisson(s) => s.set_step(state.step),
             Sampler::FixedOrder(s) => s.set_step(state.step),
+            Sampler::BallsInBins(s) => s.set_step(state.step),
             _ => {}
         }
         if let (Some(noise), Some(history)) = (&mut run.correlated, state.correlated_noise) {

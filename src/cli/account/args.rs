@@ -22,6 +22,10 @@ pub enum Sampling {
     Poisson,
     /// Exactly `--batch-size` of `--dataset-size` records, uniformly (needs `--relation replace-one`).
     WithoutReplacement,
+    /// Balls in bins: each epoch every record in one of t = ceil(N / B) batches, uniformly and
+    /// independently (needs --dataset-size, --batch-size and the rdp accountant; one random
+    /// allocation per epoch of t steps).
+    BallsInBins,
 }
 
 /// Which datasets are neighbours.

@@ -130,6 +130,18 @@ pub(super) fn validate(args: &AccountArgs) -> anyhow::Result<Plan> {
             "--sampling without-replacement needs --dataset-size and --batch-size"
         ));
     }
+    if args.settings.sampling == Sampling::BallsInBins {
+        if args.dataset_size.is_none() {
+            return Err(bad_input!(
+                "--sampling balls-in-bins needs --dataset-size and --batch-size"
+            ));
+        }
+        if args.schedule.is_some() || args.mechanism == Mechanism::Laplace {
+            return Err(bad_input!(
+                "--sampling balls-in-bins is analysed for one Gaussian noise multiplier per epoch: drop --schedule and --mechanism laplace"
+            ));
+        }
+    }
 
     // Noise source.
     let noise = match (args.mechanism, args.schedule.as_deref()) {
@@ -206,6 +218,10 @@ pub(super) fn validate(args: &AccountArgs) -> anyhow::Result<Plan> {
         (_, None, Some(e)) => {
             let e = finite_positive("--epochs", e)?;
             match (args.dataset_size, args.batch_size) {
+                (Some(n), Some(b)) if args.settings.sampling == Sampling::BallsInBins => (
+                    ceil_steps(e * n.div_ceil(b) as f64),
+                    format!("ceil(epochs × ceil(N / B)) = ceil({e} × {})", n.div_ceil(b)),
+                ),
                 (Some(n), Some(b)) => (
                     ceil_steps(e * n as f64 / b as f64),
                     format!("ceil(epochs × N / B) = ceil({e} × {n} / {b})"),
@@ -332,6 +348,10 @@ impl Plan {
             (Sampling::WithoutReplacement, Some(n), Some(b)) => {
                 DpEvent::sampled_without_replacement(n, b, inner)
             }
+            // Accounted per epoch in `single_run_event`; one step alone is the epoch's event.
+            (Sampling::BallsInBins, Some(n), Some(b)) => {
+                DpEvent::random_allocation(n.div_ceil(b).max(1), inner)
+            }
             _ => DpEvent::poisson_sampled(self.sample_rate, inner),
         }
     }
@@ -348,6 +368,14 @@ impl Plan {
     }
 
     pub(super) fn single_run_event(&self, p: f64) -> DpEvent {
+        if let (Sampling::BallsInBins, Some(n), Some(b)) =
+            (self.sampling, self.dataset_size, self.batch_size)
+        {
+            // One random allocation per epoch of t = ⌈N/B⌉ steps; a partial last epoch is a
+            // prefix of one, so it costs at most one.
+            let t = n.div_ceil(b).max(1);
+            return self.step_event(p).self_composed(self.steps.div_ceil(t));
+        }
         match &self.noise {
             Noise::Constant(_) => self.step_event(p).self_composed(self.steps),
             Noise::Schedule(shape) => {
@@ -375,6 +403,7 @@ impl Plan {
             match self.sampling {
                 Sampling::Poisson => "poisson",
                 Sampling::WithoutReplacement => "without replacement",
+                Sampling::BallsInBins => "balls in bins",
             }
         }
     }

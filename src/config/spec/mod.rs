@@ -105,6 +105,9 @@ impl ExperimentSpec {
         match self.train.length {
             TrainLength::Steps(s) => s,
             TrainLength::Epochs(e) => {
+                if let Some(t) = self.train.sampler.steps_per_epoch(n_train) {
+                    return e.saturating_mul(t);
+                }
                 let b = self.train.sampler.batch_size().max(1) as u128;
                 let total = (e as u128) * (n_train as u128);
                 u64::try_from(total.div_ceil(b)).unwrap_or(u64::MAX)
@@ -119,6 +122,9 @@ impl ExperimentSpec {
         match every {
             Every::Steps(s) => s,
             Every::Epochs(e) => {
+                if let Some(t) = self.train.sampler.steps_per_epoch(n_train) {
+                    return e.saturating_mul(t).max(1);
+                }
                 let b = self.train.sampler.batch_size().max(1) as u128;
                 let total = (e as u128) * (n_train as u128);
                 u64::try_from(total.div_ceil(b)).unwrap_or(u64::MAX).max(1)
@@ -378,6 +384,38 @@ pub fn validate(raw: &RawConfig, source: &Path) -> Result<ExperimentSpec, Config
                 "train.sampler",
                 "noise.schedule",
                 "\"fixed_order\" is accounted as one release per epoch, at one noise multiplier: use noise.schedule = \"constant\"",
+            ));
+        }
+    }
+    if let (Some(p), Sampler::BallsInBins { .. }) = (&privacy, train.sampler) {
+        // One random-allocation event per epoch (docs/accounting.md, "Balls-in-bins batches"):
+        // the Gaussian analysis of the rdp accountant, add/remove one, one σ per epoch.
+        if p.accountant != crate::privacy::accountant::AccountantKind::Rdp {
+            return Err(v.conflict(
+                "train.sampler",
+                "privacy.accountant",
+                "\"balls_in_bins\" is accounted by the random-allocation analysis of the rdp accountant: set privacy.accountant = \"rdp\"",
+            ));
+        }
+        if p.neighbouring != crate::privacy::event::NeighbouringRelation::AddOrRemoveOne {
+            return Err(v.conflict(
+                "train.sampler",
+                "privacy.neighbouring",
+                "\"balls_in_bins\"'s guarantee (random allocation) is for add/remove-one neighbours: use privacy.neighbouring = \"add_or_remove_one\"",
+            ));
+        }
+        if p.noise_schedule != NoiseSchedule::Constant {
+            return Err(v.conflict(
+                "train.sampler",
+                "noise.schedule",
+                "\"balls_in_bins\" is accounted one epoch at a time, at one noise multiplier: use noise.schedule = \"constant\"",
+            ));
+        }
+        if let NoiseMechanism::BandMf { .. } = p.mechanism {
+            return Err(v.conflict(
+                "train.sampler",
+                "noise.mechanism",
+                "\"balls_in_bins\" is analysed for independent Gaussian noise only; \"bandmf\" runs with \"poisson\" or \"fixed_order\"",
             ));
         }
     }

@@ -72,6 +72,11 @@ pub enum Sampler {
     FixedOrder {
         batch_size: usize,
     },
+    /// Each epoch every example in one of ⌈n / batch_size⌉ batches, uniformly and independently;
+    /// noisy sums are divided by batch_size.
+    BallsInBins {
+        batch_size: usize,
+    },
 }
 
 impl Sampler {
@@ -82,6 +87,7 @@ impl Sampler {
             Sampler::Shuffle { .. } => SamplerKind::Shuffle,
             Sampler::FixedSize { .. } => SamplerKind::FixedSize,
             Sampler::FixedOrder { .. } => SamplerKind::FixedOrder,
+            Sampler::BallsInBins { .. } => SamplerKind::BallsInBins,
         }
     }
 
@@ -93,7 +99,20 @@ impl Sampler {
             } => expected_batch_size,
             Sampler::Shuffle { batch_size }
             | Sampler::FixedSize { batch_size }
-            | Sampler::FixedOrder { batch_size } => batch_size,
+            | Sampler::FixedOrder { batch_size }
+            | Sampler::BallsInBins { batch_size } => batch_size,
+        }
+    }
+
+    /// Steps in one pass over `n_train` examples, when the sampler has whole epochs of its own:
+    /// ⌈n / B⌉ bins for balls-in-bins (so an epoch's mean batch n/t is at most B). `None` for the
+    /// others, whose epochs are n / B steps.
+    pub fn steps_per_epoch(&self, n_train: usize) -> Option<u64> {
+        match *self {
+            Sampler::BallsInBins { batch_size } => {
+                Some((n_train.div_ceil(batch_size.max(1))).max(1) as u64)
+            }
+            _ => None,
         }
     }
 
@@ -101,9 +120,10 @@ impl Sampler {
     pub fn batch_key(&self) -> &'static str {
         match self {
             Sampler::Poisson { .. } => "train.expected_batch_size",
-            Sampler::Shuffle { .. } | Sampler::FixedSize { .. } | Sampler::FixedOrder { .. } => {
-                "train.batch_size"
-            }
+            Sampler::Shuffle { .. }
+            | Sampler::FixedSize { .. }
+            | Sampler::FixedOrder { .. }
+            | Sampler::BallsInBins { .. } => "train.batch_size",
         }
     }
 }
@@ -232,7 +252,10 @@ impl Checker<'_> {
                     expected_batch_size,
                 }
             }
-            SamplerKind::Shuffle | SamplerKind::FixedSize | SamplerKind::FixedOrder => {
+            SamplerKind::Shuffle
+            | SamplerKind::FixedSize
+            | SamplerKind::FixedOrder
+            | SamplerKind::BallsInBins => {
                 self.absent("train.expected_batch_size", &t.expected_batch_size, || {
                     format!(
                         "only used with sampler = \"poisson\"; use `train.batch_size` with \"{}\"",
@@ -246,6 +269,7 @@ impl Checker<'_> {
                 match kind {
                     SamplerKind::Shuffle => Sampler::Shuffle { batch_size },
                     SamplerKind::FixedOrder => Sampler::FixedOrder { batch_size },
+                    SamplerKind::BallsInBins => Sampler::BallsInBins { batch_size },
                     _ => Sampler::FixedSize { batch_size },
                 }
             }

@@ -121,6 +121,10 @@ impl AdpPaperAccountant {
                 }
                 sampled(*sample_rate, inner, tally)
             }
+            DpEvent::RandomAllocation { .. } => Err(self.unsupported(
+                event,
+                "random allocation (balls-in-bins batches) is analysed by the rdp accountant only",
+            )),
             DpEvent::SampledWithoutReplacement {
                 dataset_size,
                 batch_size,

@@ -62,6 +62,9 @@ pub(crate) fn describe(event: &DpEvent) -> String {
             "SampledWithoutReplacement(dataset_size={dataset_size}, batch_size={batch_size}, {})",
             describe(event)
         ),
+        DpEvent::RandomAllocation { steps, event } => {
+            format!("RandomAllocation(steps={steps}, {})", describe(event))
+        }
         DpEvent::SelfComposed { event, count } => {
             format!("SelfComposed({}, count={count})", describe(event))
         }
@@ -97,7 +100,8 @@ pub(crate) fn effective_gaussian_noise_multiplier(
             DpEvent::NonPrivate
             | DpEvent::Laplace { .. }
             | DpEvent::PoissonSampled { .. }
-            | DpEvent::SampledWithoutReplacement { .. } => Err(event),
+            | DpEvent::SampledWithoutReplacement { .. }
+            | DpEvent::RandomAllocation { .. } => Err(event),
         }
     }
     let s = inverse_square_sum(event)?;
@@ -117,7 +121,8 @@ pub(crate) fn check_gaussians(event: &DpEvent) -> Result<(), AccountingError> {
         DpEvent::SelfComposed { event, .. } => check_gaussians(event),
         DpEvent::Composed(events) => events.iter().try_for_each(check_gaussians),
         DpEvent::PoissonSampled { event, .. }
-        | DpEvent::SampledWithoutReplacement { event, .. } => check_gaussians(event),
+        | DpEvent::SampledWithoutReplacement { event, .. }
+        | DpEvent::RandomAllocation { event, .. } => check_gaussians(event),
         DpEvent::Laplace { scale } => check_scale(*scale),
         DpEvent::NoOp | DpEvent::NonPrivate => Ok(()),
     }

@@ -166,6 +166,10 @@ impl GdpAccountant {
                 event,
                 "no GDP analysis of sampling without replacement is built in",
             )),
+            DpEvent::RandomAllocation { .. } => Err(self.unsupported(
+                event,
+                "random allocation (balls-in-bins batches) is analysed by the rdp accountant only",
+            )),
             DpEvent::SelfComposed { event, count } => {
                 self.contribution(event, mult * *count as f64)
             }

@@ -88,6 +88,10 @@ impl PureAccountant {
                 }
                 Ok(amplified_epsilon(q, eps))
             }
+            DpEvent::RandomAllocation { .. } => Err(self.unsupported(
+                event,
+                "random allocation (balls-in-bins batches) is analysed by the rdp accountant only",
+            )),
             DpEvent::SampledWithoutReplacement {
                 dataset_size,
                 batch_size,

@@ -215,6 +215,10 @@ impl ZcdpAccountant {
                     ))
                 }
             }
+            DpEvent::RandomAllocation { .. } => Err(self.unsupported(
+                event,
+                "random allocation (balls-in-bins batches) is analysed by the rdp accountant only",
+            )),
             DpEvent::SampledWithoutReplacement {
                 dataset_size,
                 batch_size,

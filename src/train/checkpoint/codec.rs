@@ -114,6 +114,11 @@ impl Writer {
                 self.u64(*batch_size);
                 self.event(event);
             }
+            DpEvent::RandomAllocation { steps, event } => {
+                self.u8(8);
+                self.u64(*steps);
+                self.event(event);
+            }
             DpEvent::SelfComposed { event, count } => {
                 self.u8(6);
                 self.u64(*count);
@@ -333,6 +338,10 @@ impl<'a> Reader<'a> {
                     .map(|_| self.event_at(depth + 1))
                     .collect::<Result<Vec<_>, _>>()?;
                 DpEvent::Composed(parts)
+            }
+            8 => {
+                let steps = self.u64(w)?;
+                DpEvent::random_allocation(steps, self.event_at(depth + 1)?)
             }
             t => return Err(self.damaged(format!("event: unknown tag {t}"))),
         })

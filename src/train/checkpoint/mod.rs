@@ -667,10 +667,11 @@ pub(crate) fn shuffle_state(sampler: &Sampler) -> Option<ShuffleState> {
                 epoch,
             })
         }
-        // The cyclic and fixed-order samplers' position is the step, saved anyway.
+        // The cyclic, fixed-order and balls-in-bins samplers' position is the step, saved anyway.
         Sampler::Poisson(_)
         | Sampler::CyclicPoisson(_)
         | Sampler::FixedOrder(_)
+        | Sampler::BallsInBins(_)
         | Sampler::FixedSize(_) => None,
     }
 }

@@ -184,6 +184,31 @@ fn fixed_order_batches_with_bandmf_resume_bit_for_bit() {
 }
 
 #[test]
+fn balls_in_bins_batches_resume_bit_for_bit() {
+    // The epoch's assignment is rebuilt from the step alone: checkpoints inside an epoch must
+    // continue its batches.
+    let (exp, resolved) = experiment(
+        "clip_norm = 1.0",
+        "sampler = \"balls_in_bins\"\nbatch_size = 50\nlearning_rate = 0.5",
+        "",
+    );
+    let straight = assert_same_as_straight("balls_in_bins", &exp, &resolved);
+    // 12 batches per epoch: one random allocation per epoch of 12 steps.
+    let sigma = exp.plan.privacy.as_ref().unwrap().noise_multiplier;
+    let epochs = exp.plan.steps.div_ceil(12);
+    assert_eq!(
+        straight.ledger.runs(),
+        &[(
+            crate::privacy::event::DpEvent::random_allocation(
+                12,
+                crate::privacy::event::DpEvent::gaussian(sigma)
+            ),
+            epochs
+        )]
+    );
+}
+
+#[test]
 fn bandmf_resumes_bit_for_bit_with_its_noise_history() {
     // 24 steps of 4 bands: checkpoints at steps 3 and 6 hold 3 noise vectors, the interrupt's at
     // step 7 too; the resumed runs must continue the same correlated noise.

@@ -327,6 +327,21 @@ impl PldAccountant {
                 event,
                 "sampling without replacement has no PLD analysis here; use Poisson sampling",
             )),
+            // The lower estimate only: an epoch's first step alone is Poisson sampling at rate
+            // 1/t (the record is in it with probability 1/t), so observing it is post-processing
+            // of the epoch and its PLD is a valid, loose, lower bound.
+            DpEvent::RandomAllocation {
+                steps,
+                event: inner,
+            } if self.lower && *steps > 0 => self.walk(
+                &DpEvent::poisson_sampled(1.0 / *steps as f64, (**inner).clone()),
+                count,
+                plan,
+            ),
+            DpEvent::RandomAllocation { .. } => Err(unsupported(
+                event,
+                "random allocation (balls-in-bins batches) is analysed by the rdp accountant only",
+            )),
             DpEvent::SelfComposed {
                 event: inner,
                 count: c,
@@ -424,12 +439,12 @@ impl PldAccountant {
                     )),
                 }
             }
-            DpEvent::SampledWithoutReplacement { .. } | DpEvent::SelfComposed { .. } => {
-                Err(unsupported(
-                    event,
-                    "only a single Gaussian or Laplace release can be Poisson-subsampled",
-                ))
-            }
+            DpEvent::SampledWithoutReplacement { .. }
+            | DpEvent::RandomAllocation { .. }
+            | DpEvent::SelfComposed { .. } => Err(unsupported(
+                event,
+                "only a single Gaussian or Laplace release can be Poisson-subsampled",
+            )),
         }
     }
 

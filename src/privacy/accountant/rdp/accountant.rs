@@ -279,6 +279,47 @@ impl RdpAccountant {
                     "SampledWithoutReplacement",
                 )
             }
+            DpEvent::RandomAllocation {
+                steps,
+                event: inner,
+            } => {
+                check_gaussians(inner)?;
+                if *steps == 0 {
+                    return Err(AccountingError::InvalidParameter {
+                        name: "steps",
+                        value: 0.0,
+                        expected: "at least one step per random allocation",
+                    });
+                }
+                if self.relation != NeighbouringRelation::AddOrRemoveOne {
+                    return Err(self.unsupported(
+                        event,
+                        "random allocation is analysed under add/remove-one neighbours only",
+                    ));
+                }
+                match effective_gaussian_noise_multiplier(inner) {
+                    Ok(None) => Ok(()),
+                    Ok(Some(sigma)) => {
+                        if mult == 0 {
+                        } else if sigma == 0.0 {
+                            out.non_private = true;
+                        } else {
+                            out.kernels.push((
+                                RdpKernel::RandomAllocationGaussian {
+                                    steps: *steps,
+                                    sigma,
+                                },
+                                mult,
+                            ));
+                        }
+                        Ok(())
+                    }
+                    Err(bad) => Err(self.unsupported(
+                        bad,
+                        "only Gaussian releases (one, or several on the same batch) are analysed under random allocation",
+                    )),
+                }
+            }
             DpEvent::SelfComposed { event, count } => {
                 self.flatten(event, mult.saturating_mul(*count), out)
             }
@@ -481,9 +522,25 @@ impl Accountant for RdpAccountant {
                 .push("classic conversion (Mironov 2017), looser than Balle et al. 2020".into());
         }
         if !self.all_exact {
-            report
-                .notes
-                .push("uses an upper bound on the RDP of subsampled Laplace or sampling without replacement".into());
+            let random_allocation = self
+                .segments
+                .iter()
+                .any(|(k, _)| matches!(k, RdpKernel::RandomAllocationGaussian { .. }));
+            let bounded = self.segments.iter().any(|(k, _)| {
+                !k.is_exact() && !matches!(k, RdpKernel::RandomAllocationGaussian { .. })
+            });
+            if bounded {
+                report.notes.push(
+                    "uses an upper bound on the RDP of subsampled Laplace or sampling without replacement"
+                        .into(),
+                );
+            }
+            if random_allocation {
+                report.notes.push(
+                    "balls-in-bins epochs: the random-allocation RDP of both directions (Chua et al. 2025 dominating pair), exact at integer orders, a fractional order at the next integer, orders above 64 unamplified"
+                        .into(),
+                );
+            }
         }
         if report.epsilon > 0.0
             && let Some(note) = self.edge_note(k)

@@ -93,6 +93,8 @@ pub enum RdpKernel {
     PoissonLaplace { q: f64, eps: f64 },
     /// Laplace on a batch sampled without replacement (replace one), q = batch/dataset.
     WorLaplace { q: f64, eps: f64 },
+    /// One epoch of random allocation over `steps` Gaussian steps (add/remove one).
+    RandomAllocationGaussian { steps: u64, sigma: f64 },
 }
 
 impl RdpKernel {
@@ -105,6 +107,9 @@ impl RdpKernel {
             RdpKernel::Laplace { eps } => rdp_laplace(eps, alpha),
             RdpKernel::PoissonLaplace { q, eps } => rdp_poisson_laplace(q, eps, alpha),
             RdpKernel::WorLaplace { q, eps } => rdp_wor_laplace(q, eps, alpha),
+            RdpKernel::RandomAllocationGaussian { steps, sigma } => {
+                rdp_random_allocation_gaussian(steps, sigma, alpha)
+            }
         }
     }
 
@@ -117,7 +122,8 @@ impl RdpKernel {
             | RdpKernel::Laplace { .. } => true,
             RdpKernel::WorGaussian { .. }
             | RdpKernel::PoissonLaplace { .. }
-            | RdpKernel::WorLaplace { .. } => false,
+            | RdpKernel::WorLaplace { .. }
+            | RdpKernel::RandomAllocationGaussian { .. } => false,
         }
     }
 }
@@ -131,5 +137,6 @@ pub(super) fn kernel_key(kernel: &RdpKernel) -> [u64; 3] {
         RdpKernel::Laplace { eps } => [3, 0, eps.to_bits()],
         RdpKernel::PoissonLaplace { q, eps } => [4, q.to_bits(), eps.to_bits()],
         RdpKernel::WorLaplace { q, eps } => [5, q.to_bits(), eps.to_bits()],
+        RdpKernel::RandomAllocationGaussian { steps, sigma } => [6, steps, sigma.to_bits()],
     }
 }

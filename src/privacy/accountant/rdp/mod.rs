@@ -93,6 +93,7 @@ mod conversion;
 mod kernels;
 mod orders;
 mod poisson_gaussian;
+mod random_allocation;
 mod search;
 #[cfg(test)]
 mod tests;
@@ -103,5 +104,6 @@ pub use conversion::*;
 pub use kernels::*;
 pub use orders::*;
 pub use poisson_gaussian::*;
+pub use random_allocation::*;
 use search::*;
 pub use without_replacement::*;
