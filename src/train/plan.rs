@@ -639,7 +639,7 @@ impl TrainingPlan {
         let mut warnings = Vec::new();
         if let Sampler::Shuffle { .. } = sampler {
             warnings.push(format!(
-                "train.sampler = shuffle: the {} accountant assumes Poisson sampling; epsilon is not guaranteed for shuffled batches",
+                "train.sampler = shuffle: the {} accountant assumes Poisson sampling; epsilon is not guaranteed for shuffled batches (train.sampler = \"balls_in_bins\" batches by epoch with a guarantee)",
                 p.accountant
             ));
         }
@@ -881,6 +881,10 @@ impl TrainingPlan {
     /// The step at which epoch `k` ends: ⌈k · n / batch⌉ (the rounding of `planned_steps`), at
     /// most the run's length.
     pub fn epoch_end(&self, k: u64) -> u64 {
+        // Balls-in-bins epochs are t = ⌈n/B⌉ steps long.
+        if let Some(t) = self.sampler.steps_per_epoch(self.n_train) {
+            return k.saturating_mul(t).min(self.steps);
+        }
         let batch = self.expected_batch_size.round().max(1.0) as u128;
         let end = (k as u128 * self.n_train as u128).div_ceil(batch);
         u64::try_from(end).unwrap_or(u64::MAX).min(self.steps)
