@@ -748,11 +748,18 @@ fn print_plan(exp: &Experiment, out: &Path) {
             p.rounds.map_or(p.steps, |r| r.count(p.steps))
         );
     } else if let Some(r) = p.rounds {
-        println!(
-            "sampling: fixed-order batches, {} per epoch, the same order every epoch (no amplification): accounted as one release per epoch, {} in all",
-            r.period(),
-            r.count(p.steps)
-        );
+        match r {
+            crate::train::plan::Rounds::BallsInBins { .. } => println!(
+                "sampling: balls in bins, {} batches per epoch (each example in one, uniformly): accounted as one random allocation per epoch, {} in all",
+                r.period(),
+                r.count(p.steps)
+            ),
+            _ => println!(
+                "sampling: fixed-order batches, {} per epoch, the same order every epoch (no amplification): accounted as one release per epoch, {} in all",
+                r.period(),
+                r.count(p.steps)
+            ),
+        }
     }
     if let Some((statistic, stat_sigma)) = p.clip.statistic() {
         println!(
