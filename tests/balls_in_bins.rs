@@ -6,14 +6,11 @@
 //! random allocation is tested in `src/privacy/accountant/rdp/random_allocation.rs`, the sampler
 //! in `tests/data_sampler.rs`, resumption in `src/train/checkpoint/tests.rs`.
 
-use std::path::{Path, PathBuf};
-
-use assert_cmd::Command;
 use predicates::prelude::*;
 
-fn dpx() -> Command {
-    Command::cargo_bin("dpx").expect("the dpx binary is built")
-}
+#[path = "support/cli.rs"]
+mod cli;
+use cli::{account_epsilon, account_json, dpx, summary_column, write};
 
 const BASE: &str = r#"
 [experiment]
@@ -51,23 +48,6 @@ delta = 1e-5
 accountant = "rdp"
 "#;
 
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let path = dir.join(name);
-    std::fs::write(&path, text).unwrap();
-    path
-}
-
-fn summary_column(out: &Path, column: &str) -> Vec<String> {
-    let mut r = csv::Reader::from_path(out.join("summary.csv")).unwrap();
-    let i = r
-        .headers()
-        .unwrap()
-        .iter()
-        .position(|h| h == column)
-        .unwrap();
-    r.records().map(|rec| rec.unwrap()[i].to_string()).collect()
-}
-
 #[test]
 fn balls_in_bins_runs_are_one_allocation_per_epoch_and_guaranteed() {
     let dir = tempfile::tempdir().unwrap();
@@ -100,55 +80,25 @@ fn balls_in_bins_runs_are_one_allocation_per_epoch_and_guaranteed() {
         (epsilon - 2.0).abs() < 1e-3,
         "calibrated to ε = 2, wrote {epsilon}"
     );
-    let json = dpx()
-        .args([
-            "account",
-            "--json",
-            "--delta",
-            "1e-5",
-            "--sampling",
-            "balls-in-bins",
-            "--dataset-size",
-            "2000",
-            "--batch-size",
-            "150",
-            "--epochs",
-            "6",
-            "--noise-multiplier",
-            sigma,
-        ])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let json: serde_json::Value = serde_json::from_slice(&json).unwrap();
-    let planned = json["epsilon"].as_f64().unwrap();
+    let planned = account_epsilon(&[
+        "--sampling",
+        "balls-in-bins",
+        "--dataset-size",
+        "2000",
+        "--batch-size",
+        "150",
+        "--epochs",
+        "6",
+        "--noise-multiplier",
+        sigma,
+    ]);
     assert!(
         (planned - epsilon).abs() <= 1e-12 * epsilon,
         "run ε {epsilon} vs 6 allocations of 14 steps: {planned}"
     );
     // The same steps accounted as Poisson sampling at q = 150/2000 need a larger σ for ε = 2
     // under RDP (random allocation is at least as private here).
-    let poisson = dpx()
-        .args([
-            "account",
-            "--json",
-            "--delta",
-            "1e-5",
-            "--epsilon",
-            "2",
-            "--sample-rate",
-            "0.075",
-            "--steps",
-            "84",
-        ])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let poisson: serde_json::Value = serde_json::from_slice(&poisson).unwrap();
+    let poisson = account_json(&["--epsilon", "2", "--sample-rate", "0.075", "--steps", "84"]);
     let sigma: f64 = sigma.parse().unwrap();
     assert!(
         sigma < poisson["noise_multiplier"].as_f64().unwrap(),

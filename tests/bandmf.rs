@@ -6,14 +6,13 @@
 //! checkpointed noise state are tested in `src/privacy/bandmf/tests.rs` and
 //! `src/train/checkpoint/tests.rs`, the sampler in `tests/data_sampler.rs`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use assert_cmd::Command;
 use predicates::prelude::*;
 
-fn dpx() -> Command {
-    Command::cargo_bin("dpx").expect("the dpx binary is built")
-}
+#[path = "support/cli.rs"]
+mod cli;
+use cli::{account_epsilon, dpx, summary_column, write};
 
 const BASE: &str = r#"
 [experiment]
@@ -51,12 +50,6 @@ epsilon = 2.0
 delta = 1e-5
 "#;
 
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let path = dir.join(name);
-    std::fs::write(&path, text).unwrap();
-    path
-}
-
 fn run(cfg: &Path, out: &Path, threads: &str) {
     dpx()
         .args(["run", "--quiet", "--threads", threads, "--out"])
@@ -64,31 +57,6 @@ fn run(cfg: &Path, out: &Path, threads: &str) {
         .arg(cfg)
         .assert()
         .success();
-}
-
-fn summary_column(out: &Path, column: &str) -> Vec<String> {
-    let mut r = csv::Reader::from_path(out.join("summary.csv")).unwrap();
-    let i = r
-        .headers()
-        .unwrap()
-        .iter()
-        .position(|h| h == column)
-        .unwrap();
-    r.records().map(|rec| rec.unwrap()[i].to_string()).collect()
-}
-
-/// ε of `dpx account --json` with the given flags (and δ = 1e-5).
-fn account_epsilon(flags: &[&str]) -> f64 {
-    let out = dpx()
-        .args(["account", "--json", "--delta", "1e-5"])
-        .args(flags)
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let json: serde_json::Value = serde_json::from_slice(&out).unwrap();
-    json["epsilon"].as_f64().unwrap()
 }
 
 #[test]
