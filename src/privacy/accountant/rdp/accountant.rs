@@ -537,7 +537,7 @@ impl Accountant for RdpAccountant {
             }
             if random_allocation {
                 report.notes.push(
-                    "balls-in-bins epochs: the random-allocation RDP of both directions (Chua et al. 2025 dominating pair), exact at integer orders, a fractional order at the next integer, orders above 64 unamplified"
+                    "balls-in-bins epochs: the random-allocation RDP of both directions (Chua et al. 2025 dominating pair), exact at integer orders, a fractional order at the next integer, orders above 128 unamplified"
                         .into(),
                 );
             }
