@@ -271,17 +271,10 @@ fn sampled(sampler: Sampler, n_train: usize, sample_rate: f64, releases: Vec<DpE
         // No amplification: the release itself, once per epoch ([`Rounds::FixedOrder`]).
         Sampler::FixedOrder { .. } => inner,
         // One random allocation per epoch ([`Rounds::BallsInBins`]).
-        Sampler::BallsInBins { batch_size } => {
-            DpEvent::random_allocation(balls_in_bins_steps(n_train, batch_size), inner)
+        Sampler::BallsInBins { .. } => {
+            DpEvent::random_allocation(sampler.steps_per_epoch(n_train).unwrap_or(1), inner)
         }
     }
-}
-
-/// Batches per epoch of `train.sampler = "balls_in_bins"`: ⌈n / B⌉ (at least 1).
-fn balls_in_bins_steps(n_train: usize, batch_size: usize) -> u64 {
-    Sampler::BallsInBins { batch_size }
-        .steps_per_epoch(n_train)
-        .unwrap_or(1)
 }
 
 /// Runs whose examples take part at most once per round of consecutive steps are accounted one
@@ -472,9 +465,11 @@ impl TrainingPlan {
             (Sampler::FixedOrder { batch_size }, _) => Some(Rounds::FixedOrder {
                 period: (n_train / batch_size.max(1)).max(1) as u64,
             }),
-            (Sampler::BallsInBins { batch_size }, _) => Some(Rounds::BallsInBins {
-                period: balls_in_bins_steps(n_train, batch_size),
-            }),
+            (Sampler::BallsInBins { .. }, _) => spec
+                .train
+                .sampler
+                .steps_per_epoch(n_train)
+                .map(|period| Rounds::BallsInBins { period }),
             (_, Some(m)) => m
                 .group_sample_rate
                 .map(|sample_rate| Rounds::CyclicPoisson {

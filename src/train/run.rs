@@ -98,9 +98,9 @@ fn make_sampler(exp: &Experiment, seed: u64) -> Result<Sampler, TrainError> {
         SpecSampler::FixedSize { batch_size } => {
             Sampler::FixedSize(FixedSizeSampler::new(n, batch_size)?)
         }
-        SpecSampler::BallsInBins { batch_size } => Sampler::BallsInBins(BallsInBinsSampler::new(
+        SpecSampler::BallsInBins { .. } => Sampler::BallsInBins(BallsInBinsSampler::new(
             n,
-            n.div_ceil(batch_size.max(1)).max(1),
+            plan.sampler.steps_per_epoch(n).unwrap_or(1) as usize,
             &mut stream_rng(seed, STREAM_PARTITION),
         )?),
         SpecSampler::FixedOrder { batch_size } => Sampler::FixedOrder(FixedOrderSampler::new(

@@ -349,10 +349,18 @@ impl Plan {
                 DpEvent::sampled_without_replacement(n, b, inner)
             }
             // Accounted per epoch in `single_run_event`; one step alone is the epoch's event.
-            (Sampling::BallsInBins, Some(n), Some(b)) => {
-                DpEvent::random_allocation(n.div_ceil(b).max(1), inner)
+            (Sampling::BallsInBins, Some(_), Some(_)) => {
+                DpEvent::random_allocation(self.balls_in_bins_steps().unwrap_or(1), inner)
             }
             _ => DpEvent::poisson_sampled(self.sample_rate, inner),
+        }
+    }
+
+    /// t = ⌈N/B⌉, the steps of one balls-in-bins epoch (`None` for the other samplings).
+    fn balls_in_bins_steps(&self) -> Option<u64> {
+        match (self.sampling, self.dataset_size, self.batch_size) {
+            (Sampling::BallsInBins, Some(n), Some(b)) => Some(n.div_ceil(b.max(1)).max(1)),
+            _ => None,
         }
     }
 
@@ -368,12 +376,9 @@ impl Plan {
     }
 
     pub(super) fn single_run_event(&self, p: f64) -> DpEvent {
-        if let (Sampling::BallsInBins, Some(n), Some(b)) =
-            (self.sampling, self.dataset_size, self.batch_size)
-        {
+        if let Some(t) = self.balls_in_bins_steps() {
             // One random allocation per epoch of t = ⌈N/B⌉ steps; a partial last epoch is a
             // prefix of one, so it costs at most one.
-            let t = n.div_ceil(b).max(1);
             return self.step_event(p).self_composed(self.steps.div_ceil(t));
         }
         match &self.noise {

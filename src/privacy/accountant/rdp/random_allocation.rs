@@ -113,22 +113,6 @@ pub fn rdp_random_allocation_gaussian(steps: u64, sigma: f64, alpha: f64) -> f64
     remove.max(add).min(cap).max(0.0)
 }
 
-/// The remove direction alone (exact at integer orders; ⌈α⌉ otherwise).
-pub fn rdp_random_allocation_remove(steps: u64, sigma: f64, alpha: f64) -> f64 {
-    if steps <= 1 || alpha > MAX_ORDER || sigma < MIN_SIGMA {
-        return alpha / (2.0 * sigma * sigma);
-    }
-    tables(steps, sigma).remove[(alpha.ceil() as usize).clamp(2, MAX_ORDER as usize)]
-}
-
-/// The add direction alone (quadrature, enlarged by a relative 10⁻⁶).
-pub fn rdp_random_allocation_add(steps: u64, sigma: f64, alpha: f64) -> f64 {
-    if steps <= 1 || alpha > MAX_ORDER || sigma < MIN_SIGMA {
-        return alpha / (2.0 * sigma * sigma);
-    }
-    add_direction(&tables(steps, sigma), alpha)
-}
-
 fn add_direction(t: &Tables, alpha: f64) -> f64 {
     let cap = alpha / (2.0 * t.sigma * t.sigma);
     let beta = alpha - 1.0;
