@@ -44,6 +44,70 @@ fn json_lines_carry_the_documented_fields() {
 }
 
 #[test]
+fn phases_break_down_the_dp_step_only() {
+    let out = Command::cargo_bin("dpx")
+        .unwrap()
+        .args([
+            "bench",
+            "--workload",
+            "logreg_mnist",
+            "--steps",
+            "2",
+            "--threads",
+            "1",
+            "--json",
+            "--no-sgemm",
+            "--phases",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    assert!(lines[0].get("phases_ms").is_none(), "{}", lines[0]);
+    let phases = &lines[1]["phases_ms"];
+    for key in [
+        "forward_backward",
+        "norms",
+        "clipped_sum",
+        "noise",
+        "update",
+    ] {
+        let ms = phases[key].as_f64().unwrap_or(-1.0);
+        assert!(ms >= 0.0, "{key}: {phases}");
+    }
+    assert!(phases["forward_backward"].as_f64().unwrap() > 0.0);
+
+    // The table shows them on a line of their own under the DP row.
+    Command::cargo_bin("dpx")
+        .unwrap()
+        .args([
+            "bench",
+            "--workload",
+            "logreg_mnist",
+            "--steps",
+            "1",
+            "--threads",
+            "1",
+            "--mode",
+            "dp",
+            "--no-sgemm",
+            "--phases",
+        ])
+        .assert()
+        .success()
+        .stdout(contains("phases (ms): forward_backward"));
+}
+
+#[test]
 fn unknown_workload_and_zero_threads_are_bad_input() {
     Command::cargo_bin("dpx")
         .unwrap()

@@ -29,8 +29,10 @@ use rand_distr::StandardNormal;
 use serde::Serialize;
 
 use crate::bad_input;
+use crate::grad::PerSampleGradients;
 use crate::model::{LayerSpec, Model, ModelSpec, with_threads};
-use crate::privacy::clip::flat::privatize_flat;
+use crate::privacy::clip::flat::{flat_clip_weights, privatize_flat};
+use crate::privacy::mechanism::add_gaussian_noise;
 
 /// Arguments of `dpx bench`.
 #[derive(Debug, clap::Args)]
@@ -58,6 +60,10 @@ pub struct BenchArgs {
     /// Skip the sgemm reference measurement.
     #[arg(long)]
     pub no_sgemm: bool,
+    /// Also time each phase of the DP step (forward and backward, per-example norms, clipped
+    /// sum, noise, update) and print where the step's time goes.
+    #[arg(long)]
+    pub phases: bool,
 }
 
 /// The reference workloads: (name, model, batch size), as in `docs/benchmarks.md`.
@@ -125,6 +131,26 @@ pub struct BenchRecord {
     pub step_ms: f64,
     pub examples_per_s: f64,
     pub gflops: f64,
+    /// Milliseconds per step in each phase of the DP step (`--phases`, DP mode only), in step
+    /// order; they sum to `step_ms` up to the timer's own cost.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub phases_ms: Option<Phases>,
+}
+
+/// Where one DP step's time goes, in milliseconds per step, phase by phase in step order.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Phases {
+    /// `Model::per_sample_views`: each shard's forward and backward pass (the layers' inputs and
+    /// deltas kept for the norms and the sum).
+    pub forward_backward: f64,
+    /// The per-example norm pass and the clip weights min(1, C/‖g_i‖).
+    pub norms: f64,
+    /// The clipped sum Σ_i w_i g_i (the weight-gradient products), widened to f64.
+    pub clipped_sum: f64,
+    /// The Gaussian noise added to the sum.
+    pub noise: f64,
+    /// The SGD update of the parameters.
+    pub update: f64,
 }
 
 const WARMUP_STEPS: usize = 3;
@@ -209,7 +235,15 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         for &threads in &thread_counts {
             for &dp in &modes {
                 let record = with_threads(threads, || {
-                    measure(name, &model, (batch, views), dp, threads, args.steps)
+                    measure(
+                        name,
+                        &model,
+                        (batch, views),
+                        dp,
+                        threads,
+                        args.steps,
+                        args.phases && dp,
+                    )
                 })??;
                 if args.json {
                     writeln!(out, "{}", serde_json::to_string(&record)?)?;
@@ -226,6 +260,13 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
                         record.examples_per_s,
                         record.gflops
                     )?;
+                    if let Some(p) = record.phases_ms {
+                        writeln!(
+                            out,
+                            "  phases (ms): forward_backward {:.3}, norms {:.3}, clipped_sum {:.3}, noise {:.3}, update {:.3}",
+                            p.forward_backward, p.norms, p.clipped_sum, p.noise, p.update
+                        )?;
+                    }
                 }
                 out.flush()?;
             }
@@ -242,6 +283,7 @@ fn measure(
     dp: bool,
     threads: usize,
     steps: Option<usize>,
+    phases: bool,
 ) -> anyhow::Result<BenchRecord> {
     let mut rng = ChaCha8Rng::seed_from_u64(0);
     let rows = batch * views;
@@ -279,6 +321,40 @@ fn measure(
         step(&mut params)?;
     }
     let seconds = start.elapsed().as_secs_f64() / steps as f64;
+    // The same DP step cut at its phase boundaries (`privatize_flat` is `flat_clip_weights` of
+    // the norms, the weighted sum, then the noise), timed over as many steps again.
+    let phases_ms = if phases {
+        let mut total = Phases::default();
+        for _ in 0..steps {
+            let t0 = Instant::now();
+            let grads = model.per_sample_views(params.view(), x.view(), &labels, views)?;
+            let t1 = Instant::now();
+            let weights = flat_clip_weights(&grads.norms(), CLIP_NORM)?;
+            let t2 = Instant::now();
+            let mut sum = grads.weighted_sum(&weights);
+            let t3 = Instant::now();
+            add_gaussian_noise(sum.view_mut(), NOISE_MULTIPLIER, CLIP_NORM, &mut noise_rng)?;
+            let t4 = Instant::now();
+            let scale = LEARNING_RATE / batch as f64;
+            params.zip_mut_with(&sum, |p, &g| *p -= (scale * g) as f32);
+            let t5 = Instant::now();
+            total.forward_backward += (t1 - t0).as_secs_f64();
+            total.norms += (t2 - t1).as_secs_f64();
+            total.clipped_sum += (t3 - t2).as_secs_f64();
+            total.noise += (t4 - t3).as_secs_f64();
+            total.update += (t5 - t4).as_secs_f64();
+        }
+        let ms = |v: f64| round3(v * 1e3 / steps as f64);
+        Some(Phases {
+            forward_backward: ms(total.forward_backward),
+            norms: ms(total.norms),
+            clipped_sum: ms(total.clipped_sum),
+            noise: ms(total.noise),
+            update: ms(total.update),
+        })
+    } else {
+        None
+    };
     let flops = model.step_flops(rows, dp);
     Ok(BenchRecord {
         workload: name.to_string(),
@@ -289,6 +365,7 @@ fn measure(
         step_ms: round3(seconds * 1e3),
         examples_per_s: (batch as f64 / seconds * 10.0).round() / 10.0,
         gflops: round3(flops / seconds / 1e9),
+        phases_ms,
     })
 }
 
