@@ -390,7 +390,10 @@ fn build_points(
                 let model = build_model(&spec, &d).map_err(map_train)?;
                 spec.check_against_data(d.train.len(), d.train.num_features())
                     .map_err(bad_input)?;
-                let plan = TrainingPlan::new(&spec, d.train.len()).map_err(map_train)?;
+                let influence = crate::train::influence::quadratic_influence(&spec, &d.train)
+                    .map_err(map_train)?;
+                let plan = TrainingPlan::with_influence(&spec, d.train.len(), influence.as_ref())
+                    .map_err(map_train)?;
                 let accelerated = match &spec.accelerated {
                     Some(acc) => Some(
                         crate::train::accelerated::AcceleratedExperiment::build(

@@ -166,6 +166,27 @@ pub enum Activation {
     Tanh,
 }
 
+/// `model.loss`: the training loss on the model's outputs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Loss {
+    /// Softmax cross-entropy (the logistic loss on one logit for two classes with `logistic`).
+    #[default]
+    CrossEntropy,
+    /// ½‖z − t‖² against the one-hot label (against the 0/1 label on one output).
+    Squared,
+}
+
+impl Loss {
+    /// The name as written in the TOML.
+    pub fn name(self) -> &'static str {
+        match self {
+            Loss::CrossEntropy => "cross_entropy",
+            Loss::Squared => "squared",
+        }
+    }
+}
+
 /// `model.layers[].kind`: one layer of an explicit CNN.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -414,6 +435,11 @@ pub enum NoiseScheduleKind {
     InfluenceGd,
     /// The influence-optimal schedule for momentum (dynamic-noise paper).
     InfluenceMomentum,
+    /// Influence-optimal for gradient descent on the squared loss, from the eigenvalues of the
+    /// training data's Hessian (the dynamic-noise paper's `dyn`).
+    InfluenceQuadratic,
+    /// The exponential decay least-squares fitted to `influence_quadratic` (the paper's `exp`).
+    InfluenceQuadraticExp,
     /// Per-step noise multipliers from a file or a list.
     File,
 }
@@ -431,6 +457,8 @@ impl NoiseScheduleKind {
             NoiseScheduleKind::Polynomial => "polynomial",
             NoiseScheduleKind::InfluenceGd => "influence_gd",
             NoiseScheduleKind::InfluenceMomentum => "influence_momentum",
+            NoiseScheduleKind::InfluenceQuadratic => "influence_quadratic",
+            NoiseScheduleKind::InfluenceQuadraticExp => "influence_quadratic_exp",
             NoiseScheduleKind::File => "file",
         }
     }

@@ -20,7 +20,7 @@ use super::kinds::{
 };
 use super::kinds::{
     Activation, AdaclipInitialStd, AdaclipVarianceScale, Architecture, ClipPolicyKind, DataPart,
-    DatasetName, Features, LayerKind, LayerSplitKind, LrScheduleKind, NoiseMechanismKind,
+    DatasetName, Features, LayerKind, LayerSplitKind, Loss, LrScheduleKind, NoiseMechanismKind,
     NoiseScheduleKind, NormSource, OptimizerKind, SamplerKind, Standardize,
 };
 use crate::privacy::accountant::AccountantKind;
@@ -234,6 +234,8 @@ pub struct RawModel {
     pub hidden: Option<Vec<i64>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub activation: Option<Activation>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub loss: Option<Loss>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub l2: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -677,6 +679,7 @@ impl RawConfig {
                 architecture: Some(Architecture::Cnn),
                 hidden: Some(vec![32]),
                 activation: Some(Activation::Tanh),
+                loss: Some(Loss::Squared),
                 l2: Some(0.0),
                 init_from: Some("model.safetensors".into()),
                 freeze: Some(vec!["0".into()]),

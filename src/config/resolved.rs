@@ -6,7 +6,7 @@
 //! any value: it only spells out what the spec holds.
 
 use super::kinds::{AcceleratedMethodKind, L1SensitivityKind};
-use super::kinds::{Features, LayerKind};
+use super::kinds::{Features, LayerKind, Loss};
 use super::raw::{
     AutoWord, RawAdaclip, RawAdagradNorm, RawAdam, RawAugmentation, RawAutomatic, RawClip,
     RawConfig, RawData, RawDcsgd, RawDecay, RawExperiment, RawLayer, RawLrSchedule, RawModel,
@@ -94,6 +94,7 @@ impl ExperimentSpec {
                             raw.gamma = Some(*gamma);
                             raw.beta = Some(*beta);
                         }
+                        NoiseSchedule::InfluenceQuadratic { .. } => {}
                         NoiseSchedule::File { path, values } => match path {
                             Some(path) => raw.path = Some(path_string(path)),
                             None => raw.values = Some(values.to_vec()),
@@ -339,6 +340,8 @@ impl ExperimentSpec {
     fn raw_model(&self) -> RawModel {
         let mut raw = RawModel {
             architecture: Some(self.model.architecture.kind()),
+            // Written only when not the default, so earlier resolved configs read back the same.
+            loss: (self.model.loss != Loss::CrossEntropy).then_some(self.model.loss),
             l2: Some(self.model.l2),
             init_from: self
                 .model

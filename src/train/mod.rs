@@ -21,6 +21,7 @@
 pub mod accelerated;
 pub mod artifact;
 pub mod checkpoint;
+pub mod influence;
 pub mod memory;
 pub mod metrics;
 pub mod plan;

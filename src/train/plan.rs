@@ -6,6 +6,7 @@
 //! accountant, over exactly the events the run will record. `dpx account --config` prints this
 //! plan; a test checks that a real run's ledger equals [`TrainingPlan::planned_ledger`].
 
+use super::influence::QuadraticInfluence;
 use crate::config::spec::{
     Budget, ClipSpec, Every, ExperimentSpec, LrSchedule as SpecLr, NoiseMechanism, NoiseSchedule,
     OptimizerSpec, Sampler,
@@ -393,8 +394,19 @@ fn bandmf_plan(
 }
 
 impl TrainingPlan {
-    /// Plan `spec` on `n_train` training examples (after preprocessing).
+    /// Plan `spec` on `n_train` training examples (after preprocessing). A schedule estimated from
+    /// the data (`influence_quadratic`) needs [`TrainingPlan::with_influence`].
     pub fn new(spec: &ExperimentSpec, n_train: usize) -> Result<Self, TrainError> {
+        Self::with_influence(spec, n_train, None)
+    }
+
+    /// [`TrainingPlan::new`] with the noise influence estimated from the training data
+    /// ([`super::influence::quadratic_influence`]), for `noise.schedule = "influence_quadratic"`.
+    pub fn with_influence(
+        spec: &ExperimentSpec,
+        n_train: usize,
+        influence: Option<&QuadraticInfluence>,
+    ) -> Result<Self, TrainError> {
         let planned_steps = spec.planned_steps(n_train);
         let batch = spec.train.sampler.batch_size();
         let sample_rate = spec.sample_rate(n_train).min(1.0);
@@ -500,16 +512,21 @@ impl TrainingPlan {
             rounds,
         };
         if let Some(p) = &spec.privacy {
-            plan.privacy = Some(plan.plan_privacy(spec, p)?);
+            plan.privacy = Some(plan.plan_privacy(spec, p, influence)?);
         }
         Ok(plan)
     }
 
     /// The shape s_t of the configured schedule over this plan's steps.
-    fn noise_shape(&self, spec: &ExperimentSpec, schedule: &NoiseSchedule) -> NoiseShape {
+    fn noise_shape(
+        &self,
+        spec: &ExperimentSpec,
+        schedule: &NoiseSchedule,
+        influence: Option<&QuadraticInfluence>,
+    ) -> Result<NoiseShape, TrainError> {
         let n = self.n_train;
         let steps = self.planned_steps;
-        match schedule {
+        Ok(match schedule {
             NoiseSchedule::Constant => NoiseShape::Constant,
             NoiseSchedule::Adp { power } => NoiseShape::Adp {
                 power: *power,
@@ -545,13 +562,24 @@ impl TrainingPlan {
             NoiseSchedule::File { values, .. } => NoiseShape::Values {
                 values: values.clone(),
             },
-        }
+            NoiseSchedule::InfluenceQuadratic { .. } => match influence {
+                Some(i) => i.shape.clone(),
+                None => {
+                    return Err(TrainError::Config(ConfigError::DataMismatch {
+                        at: Location::file(&spec.source),
+                        key: "noise.schedule".into(),
+                        reason: "\"influence_quadratic\" is estimated from the training data, which this plan was not given".into(),
+                    }));
+                }
+            },
+        })
     }
 
     fn plan_privacy(
         &mut self,
         spec: &ExperimentSpec,
         p: &crate::config::spec::PrivacySpec,
+        influence: Option<&QuadraticInfluence>,
     ) -> Result<PrivacyPlan, TrainError> {
         let path = spec.source.clone();
         let options = AccountantOptions {
@@ -561,7 +589,7 @@ impl TrainingPlan {
         let factory = || new_accountant(p.accountant, &options);
         let (sampler, n, q) = (self.sampler, self.n_train, self.sample_rate);
         let steps = self.planned_steps;
-        let shape = self.noise_shape(spec, &p.noise_schedule);
+        let shape = self.noise_shape(spec, &p.noise_schedule, influence)?;
         shape.check(steps).map_err(|e| {
             TrainError::Config(ConfigError::OutOfRange {
                 at: Location::file(&path),
@@ -651,6 +679,19 @@ impl TrainingPlan {
             warnings.push(
                 "data.pca_components fits its projection on the private training data without noise (data.allow_nonprivate_statistics = true); epsilon does not cover it and is not guaranteed".to_string(),
             );
+        }
+        if let Some(i) = influence {
+            warnings.push(format!(
+                "noise.schedule = {} is fitted to the eigenvalues of the private training data's Hessian without noise (data.allow_nonprivate_statistics = true); epsilon does not cover them and is not guaranteed",
+                p.noise_schedule.kind().name()
+            ));
+            if let Some(f) = i.clipped_at_zero.filter(|&f| f > 0.5) {
+                warnings.push(format!(
+                    "noise.schedule = {}: {:.0}% of the per-example gradients at θ = 0 are longer than clip.clip_norm; the analytic influence assumes no clipping (Hong et al.), so the schedule may not be the optimal one for this run",
+                    p.noise_schedule.kind().name(),
+                    100.0 * f
+                ));
+            }
         }
         if self.clean_norm {
             warnings.push(

@@ -8,7 +8,9 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::config::kinds::{Activation as SpecActivation, DataPart, DatasetName, Standardize};
+use crate::config::kinds::{
+    Activation as SpecActivation, DataPart, DatasetName, Loss as SpecLoss, Standardize,
+};
 use crate::config::spec::{
     DataSource as SpecSource, ExperimentSpec, FeatureMap, LayerSpec as SpecLayer,
     ModelArchitecture, PrivateStandardization, SyntheticSpec as SpecSynthetic, TestSet,
@@ -100,13 +102,17 @@ impl Experiment {
     /// training examples), then only the first few of each split go through the feature map,
     /// standardisation and the model's checks, and scattering features are neither read from nor
     /// written to the cache. A run's plan depends on the data only through that number (a test
-    /// checks the two plans' events agree). `[accelerated]` runs and PCA (whose fit needs the
-    /// whole training split) are built in full.
+    /// checks the two plans' events agree). `[accelerated]` runs, PCA (whose fit needs the
+    /// whole training split) and the `influence_quadratic` schedule (estimated from it) are built
+    /// in full.
     pub fn plan_only(
         spec: ExperimentSpec,
         data_dir: &Path,
     ) -> Result<PlannedExperiment, TrainError> {
-        if spec.accelerated.is_some() || spec.data.pca_components.is_some() {
+        if spec.accelerated.is_some()
+            || spec.data.pca_components.is_some()
+            || super::influence::needs_training_data(&spec)
+        {
             let exp = Experiment::build(spec, data_dir)?;
             return Ok(PlannedExperiment {
                 spec: exp.spec,
@@ -131,7 +137,9 @@ fn plan_and_model(
     let model = build_model(spec, data)?;
     spec.check_against_data(n_train, data.train.num_features())?;
     check_augmentation(spec, &data.train.sample_shape)?;
-    let plan = TrainingPlan::new(spec, n_train)?;
+    // The influence is estimated on the whole training split; `plan_only` builds in full for it.
+    let influence = super::influence::quadratic_influence(spec, &data.train)?;
+    let plan = TrainingPlan::with_influence(spec, n_train, influence.as_ref())?;
     // A policy that materialises [B, P] (AdaCliP) is refused before training when the
     // (expected) batch does not fit the memory limit.
     if plan.clip.materializes() {
@@ -718,6 +726,13 @@ pub fn model_spec(spec: &ExperimentSpec, sample_shape: &[usize], num_classes: us
                 l2: 0.0,
             }
         }
+    };
+    let m = match spec.model.loss {
+        SpecLoss::CrossEntropy => m,
+        SpecLoss::Squared => ModelSpec {
+            loss: LossKind::Squared,
+            ..m
+        },
     };
     m.with_l2(spec.model.l2)
 }

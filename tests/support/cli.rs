@@ -1,6 +1,9 @@
 //! What the command-line tests share: the built binary, config files written into a temporary
 //! directory, a column of `summary.csv`, and ε from `dpx account --json`.
 
+// Each test file includes this module and uses some of it.
+#![allow(dead_code)]
+
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;

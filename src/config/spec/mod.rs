@@ -39,7 +39,7 @@ use super::kinds::{
 };
 use super::kinds::{
     Activation, AdaclipInitialStd, AdaclipVarianceScale, Architecture, ClipPolicyKind, DataPart,
-    DatasetName, Features, LayerKind, LayerSplitKind, LrScheduleKind, NoiseMechanismKind,
+    DatasetName, Features, LayerKind, LayerSplitKind, Loss, LrScheduleKind, NoiseMechanismKind,
     NoiseScheduleKind, NormSource, OptimizerKind, SamplerKind, Standardize,
 };
 use super::raw::{RawAccelerated, RawNumberOrWord};
@@ -365,6 +365,41 @@ pub fn validate(raw: &RawConfig, source: &Path) -> Result<ExperimentSpec, Config
                 "noise.mechanism",
                 "noise.schedule",
                 "\"bandmf\"'s sensitivity assumes one noise multiplier for all steps: use noise.schedule = \"constant\"",
+            ));
+        }
+    }
+    if let Some(p) = &privacy
+        && let NoiseSchedule::InfluenceQuadratic { .. } = p.noise_schedule
+    {
+        // The analytic influence (docs/methods/dynamic_noise.md §1.2(g)) is the noise's effect
+        // on the final loss of gradient descent on a quadratic: a linear model, the squared loss,
+        // plain steps at one learning rate.
+        if model.architecture != ModelArchitecture::Logistic || model.loss != Loss::Squared {
+            return Err(v.conflict(
+                "noise.schedule",
+                "model.loss",
+                "\"influence_quadratic\" is the analytic influence of gradient descent on the squared loss of a linear model: set model.architecture = \"logistic\" and model.loss = \"squared\" (otherwise use influence_gd or exponential)",
+            ));
+        }
+        if train.optimizer != OptimizerSpec::Sgd {
+            return Err(v.conflict(
+                "noise.schedule",
+                "train.optimizer",
+                "\"influence_quadratic\" is derived for plain gradient steps: set train.optimizer = \"sgd\" (with momentum use influence_momentum)",
+            ));
+        }
+        if train.lr_schedule != LrSchedule::Constant {
+            return Err(v.conflict(
+                "noise.schedule",
+                "train.lr_schedule",
+                "\"influence_quadratic\" assumes one learning rate for every step: use train.lr_schedule = \"constant\"",
+            ));
+        }
+        if !data.allow_nonprivate_statistics {
+            return Err(v.conflict(
+                "noise.schedule",
+                "data.allow_nonprivate_statistics",
+                "\"influence_quadratic\" is fitted to the eigenvalues of the private training data's Hessian without noise, which epsilon does not cover; set data.allow_nonprivate_statistics = true to accept a run whose epsilon is not guaranteed",
             ));
         }
     }

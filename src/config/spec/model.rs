@@ -6,6 +6,8 @@ use super::*;
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModelSpec {
     pub architecture: ModelArchitecture,
+    /// `model.loss`: cross-entropy (default) or squared.
+    pub loss: Loss,
     /// `model.l2`: coefficient λ of the penalty (λ/2)‖θ‖² added to the mean loss; ≥ 0.
     pub l2: f64,
     /// `model.init_from`: a saved model (safetensors) whose parameters start training instead
@@ -187,6 +189,7 @@ impl Checker<'_> {
         }
         Ok(ModelSpec {
             architecture,
+            loss: m.loss.unwrap_or_default(),
             l2,
             init_from,
             freeze,

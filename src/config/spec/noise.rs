@@ -55,6 +55,11 @@ pub enum NoiseSchedule {
     InfluenceGd { gamma: f64 },
     /// Influence-optimal for momentum (docs/methods/dynamic_noise.md §1.2(e)), β < γ.
     InfluenceMomentum { gamma: f64, beta: f64 },
+    /// Influence-optimal for GD on the squared loss (Hong et al., Lemma 4.1 on the analytic
+    /// influence q_t = Σ_j λ_j (1 − ηλ_j)^{2(T−1−t)}, λ the eigenvalues of the training data's
+    /// Hessian; docs/methods/dynamic_noise.md §1.2(g)); with `fit_exponential`, the exponential
+    /// decay least-squares fitted to it in logarithms (the paper's `exp`).
+    InfluenceQuadratic { fit_exponential: bool },
     /// Per-step values from `noise.path` or `noise.values` (σ_t = κ·value_t).
     File {
         path: Option<PathBuf>,
@@ -75,6 +80,12 @@ impl NoiseSchedule {
             NoiseSchedule::Polynomial { .. } => NoiseScheduleKind::Polynomial,
             NoiseSchedule::InfluenceGd { .. } => NoiseScheduleKind::InfluenceGd,
             NoiseSchedule::InfluenceMomentum { .. } => NoiseScheduleKind::InfluenceMomentum,
+            NoiseSchedule::InfluenceQuadratic {
+                fit_exponential: false,
+            } => NoiseScheduleKind::InfluenceQuadratic,
+            NoiseSchedule::InfluenceQuadratic {
+                fit_exponential: true,
+            } => NoiseScheduleKind::InfluenceQuadraticExp,
             NoiseSchedule::File { .. } => NoiseScheduleKind::File,
         }
     }
@@ -242,6 +253,12 @@ impl Checker<'_> {
                 })?;
                 NoiseSchedule::InfluenceMomentum { gamma, beta }
             }
+            K::InfluenceQuadratic => NoiseSchedule::InfluenceQuadratic {
+                fit_exponential: false,
+            },
+            K::InfluenceQuadraticExp => NoiseSchedule::InfluenceQuadratic {
+                fit_exponential: true,
+            },
             K::File => {
                 self.at_most_one("noise.path", &n.path, "noise.values", &n.values)?;
                 let (path, values) = match (&n.path, &n.values) {

@@ -24,7 +24,13 @@
 //!   q_t = c_1 γ^{T+t} for t ≤ T̃ and q_t = γ^{2(T̃−1)}(γ^{T+1−t} − β^{2(T+1−t)})/(γ − β²) after,
 //!   with T̃ = max{t : γ^{t−1} ≥ (1−β)/(1−β^t)} and c_1 = 2/(γ(γ − β²)) (paper's 1-based t);
 //!   Lemma 4.1 gives σ_t² ∝ 1/√q_t, so s_t = (q_T/q_t)^{1/4}, computed in logarithms.
+//! - `InfluenceQuadratic` (the paper's `dyn` and `exp` on the squared loss; [`influence`]):
+//!   s_t = (q_{T−1}/q_t)^{1/4} with the analytic influence q_t = Σ_j λ_j (1 − ηλ_j)^{2(T−1−t)}
+//!   of gradient descent on a quadratic with Hessian eigenvalues λ_j, or the exponential decay
+//!   fitted to it. The eigenvalues are numbers handed over before training, like a file's values.
 //! - `Values`: s_t read from a list (a file of per-step noise multipliers).
+
+pub mod influence;
 
 use std::sync::Arc;
 
@@ -95,6 +101,14 @@ pub enum NoiseShape {
         steps: u64,
         /// T̃ (1-based), see [`momentum_phase_end`].
         phase_end: u64,
+    },
+    /// Built from [`influence`] by the training room, which owns the data the eigenvalues come
+    /// from: s_0 … s_{T−1}.
+    InfluenceQuadratic {
+        #[serde(skip)]
+        values: Arc<[f64]>,
+        /// k of the fitted exponential e^{−k t} (the `exp` variant); `None` for `dyn` itself.
+        fitted_decay: Option<f64>,
     },
     Values {
         #[serde(skip)]
@@ -173,7 +187,9 @@ impl NoiseShape {
                 let ln_q = ln_momentum_influence(*gamma, *beta, *steps, *phase_end, t + 1);
                 ((ln_ref - ln_q) / 4.0).exp()
             }
-            NoiseShape::Values { values } => values.get(t as usize).copied().unwrap_or(f64::NAN),
+            NoiseShape::InfluenceQuadratic { values, .. } | NoiseShape::Values { values } => {
+                values.get(t as usize).copied().unwrap_or(f64::NAN)
+            }
         }
     }
 
@@ -195,7 +211,7 @@ impl NoiseShape {
 
     /// Check that s_t is finite and positive for every step of a `steps`-step run.
     pub fn check(&self, steps: u64) -> Result<(), ScheduleError> {
-        if let NoiseShape::Values { values } = self
+        if let NoiseShape::Values { values } | NoiseShape::InfluenceQuadratic { values, .. } = self
             && (values.len() as u64) < steps
         {
             return Err(ScheduleError::TooShort {
@@ -226,6 +242,13 @@ impl NoiseShape {
             NoiseShape::Polynomial { .. } => "polynomial",
             NoiseShape::InfluenceGd { .. } => "influence_gd",
             NoiseShape::InfluenceMomentum { .. } => "influence_momentum",
+            NoiseShape::InfluenceQuadratic {
+                fitted_decay: None, ..
+            } => "influence_quadratic",
+            NoiseShape::InfluenceQuadratic {
+                fitted_decay: Some(_),
+                ..
+            } => "influence_quadratic_exp",
             NoiseShape::Values { .. } => "file",
         }
     }
