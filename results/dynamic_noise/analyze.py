@@ -9,6 +9,8 @@ restate the setting (batch = N, optimizer). Within a setting the methods are:
   uniform       noise.decay = 0 (or noise.schedule constant), best T
   exp           noise.decay > 0, best (k, T)
   infl_mom      noise.schedule influence_momentum, best (γ, T)
+  dyn           noise.schedule influence_quadratic (the paper's dyn on the squared loss), best T
+  exp_fit       noise.schedule influence_quadratic_exp (the paper's exp: fitted to dyn), best T
 
 As in the paper, T (and k, γ) are chosen by the final training loss. To keep that choice from
 flattering the method with more knobs, the choice is made on the even seeds and the comparison
@@ -28,7 +30,8 @@ import statistics
 import sys
 from collections import defaultdict
 
-METHOD_KEYS = {"train.steps", "noise.decay", "noise.gamma"}
+METHOD_KEYS = {"train.steps", "noise.decay", "noise.gamma", "noise.schedule"}
+METHODS = ("uniform", "exp", "infl_mom", "dyn", "exp_fit")
 IGNORED_KEYS = {"train.expected_batch_size", "train.optimizer", "train.momentum"}
 
 
@@ -49,6 +52,13 @@ def load(sweep_dir):
 
 
 def method_of(kv):
+    schedule = kv.get("noise.schedule")
+    if schedule == "influence_quadratic":
+        return ("dyn", "")
+    if schedule == "influence_quadratic_exp":
+        return ("exp_fit", "")
+    if schedule == "constant":
+        return ("uniform", "")
     if "noise.gamma" in kv:
         return ("infl_mom", f"γ={kv['noise.gamma']}")
     k = float(kv.get("noise.decay", "0"))
@@ -82,7 +92,7 @@ def main(argv):
             w.writerow(names + ["method", "param", "steps", "seeds", "final_train_set_loss_mean",
                                 "final_train_set_loss_std", "final_test_accuracy_mean"])
             for s in settings:
-                for m in ("uniform", "exp", "infl_mom"):
+                for m in METHODS:
                     for (p, t), seeds in sorted(table.get((s, m), {}).items()):
                         v = list(seeds.values())
                         a = list(acc[(s, m, (p, t))].values())
@@ -116,7 +126,7 @@ def main(argv):
         u_sel = best(uni, sel)
         u_all = best(uni, all_seeds)
         name = ", ".join(f"{k.split('.')[-1]}={v}" for k, v in s)
-        for m in ("exp", "infl_mom"):
+        for m in METHODS[1:]:
             cands = table.get((s, m))
             if not cands:
                 continue
