@@ -19,8 +19,13 @@ as the paper does. rel = (mean loss of the method − mean loss of uniform) / me
 its SE comes from the per-seed paired differences (the same seed gives the same noise draws in
 every point: common random numbers). z = difference / SE.
 
-Usage: analyze.py SWEEP_DIR [SWEEP_DIR ...] > table.md   (also writes SWEEP_DIR_points.csv
-with the mean over seeds of every point when --points FILE is given).
+With --reference DIR (a sweep of the same settings and T without privacy, the same seeds), a
+second table gives the change of the *excess* loss over noiseless GD (the noise's share of the
+final loss, what the influence q_t models): (excess_method − excess_uniform)/excess_uniform at
+the held-out choice of T, paired per seed.
+
+Usage: analyze.py SWEEP_DIR [SWEEP_DIR ...] [--reference DIR] [--points FILE] > table.md
+(--points writes the mean over seeds of every point to FILE).
 Python 3 standard library only.
 """
 
@@ -74,6 +79,11 @@ def main(argv):
     if "--points" in argv:
         i = argv.index("--points")
         points_out = argv[i + 1]
+        argv = argv[:i] + argv[i + 2 :]
+    reference = None
+    if "--reference" in argv:
+        i = argv.index("--reference")
+        reference = argv[i + 1]
         argv = argv[:i] + argv[i + 2 :]
     # (setting, method) -> {(param, T): {seed: loss}}
     table = defaultdict(lambda: defaultdict(dict))
@@ -139,6 +149,40 @@ def main(argv):
             print(f"| {name} | {m} | {p}, T={t} | {u_sel[0][1]} | {mu:.5g} | {100 * rel:+.2f}% "
                   f"± {100 * se:.2f} | {z:+.1f} | {pa}, T={ta} | {100 * rel_a:+.2f}% ± {100 * se_a:.2f} "
                   f"| {z_a:+.1f} |")
+
+
+    if reference is None:
+        return
+    # Noiseless loss per (setting, T, seed).
+    clean = {}
+    for kv, seed, loss, _ in load(reference):
+        kv = {k: v for k, v in kv.items() if k != "privacy.enabled"}
+        clean[(setting_of(kv), int(kv["train.steps"]), seed)] = loss
+    print()
+    print("| setting | method | T (held-out) | excess uniform | excess method | rel. excess (± SE) | z |")
+    print("|---|---|---|---|---|---|---|")
+    for s in settings:
+        uni = table.get((s, "uniform"))
+        if not uni:
+            continue
+        all_seeds = sorted(set.intersection(*(set(v) for v in uni.values())))
+        sel = [x for x in all_seeds if x % 2 == 0]
+        rep = [x for x in all_seeds if x % 2 == 1]
+        (_, tu), u = best(uni, sel)
+        name = ", ".join(f"{k.split('.')[-1]}={v}" for k, v in s)
+        for m in METHODS[1:]:
+            cands = table.get((s, m))
+            if not cands:
+                continue
+            (_, tm), c = best(cands, sel)
+            eu = [u[x] - clean[(s, tu, x)] for x in rep]
+            em = [c[x] - clean[(s, tm, x)] for x in rep]
+            d = [b - a for a, b in zip(eu, em)]
+            mu = statistics.fmean(eu)
+            se = statistics.stdev(d) / math.sqrt(len(d))
+            print(f"| {name} | {m} | {tm} | {mu:.4g} | {statistics.fmean(em):.4g} | "
+                  f"{100 * statistics.fmean(d) / mu:+.1f}% ± {100 * se / mu:.1f} | "
+                  f"{statistics.fmean(d) / se:+.1f} |")
 
 
 if __name__ == "__main__":
