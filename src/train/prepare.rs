@@ -45,7 +45,8 @@ pub struct PreparedData {
 #[derive(Debug, Clone)]
 pub struct Experiment {
     pub spec: ExperimentSpec,
-    pub data: PreparedData,
+    /// Shared, never copied: the points of a sweep that prepare the same data hold one copy.
+    pub data: std::sync::Arc<PreparedData>,
     pub model: Model,
     /// The parameters of `model.init_from`, when given (every seed starts from them).
     pub init_from: Option<ndarray::Array1<f32>>,
@@ -79,7 +80,7 @@ impl Experiment {
         let init_from = load_init_from(&spec, &model)?;
         Ok(Experiment {
             spec,
-            data,
+            data: std::sync::Arc::new(data),
             model,
             init_from,
             plan,
