@@ -13,7 +13,7 @@
 //! cannot run (hundreds of GB) with a clear message, not to predict the resident size to the
 //! megabyte: small allocations (scratch buffers, the rows written) are left out.
 
-use super::prepare::Experiment;
+use super::prepare::{Experiment, PreparedData};
 use crate::config::spec::Sampler;
 
 /// Rows per evaluation chunk (`Model::evaluate`).
@@ -71,15 +71,20 @@ fn step_batch(sampler: Sampler) -> u64 {
     }
 }
 
+/// The bytes the prepared splits hold (f32 features and usize labels).
+pub fn data_bytes(d: &PreparedData) -> u64 {
+    [Some(&d.train), Some(&d.test), d.validation.as_ref()]
+        .into_iter()
+        .flatten()
+        .map(|s| mul(s.features.len() as u64, 4) + mul(s.labels.len() as u64, 8))
+        .fold(0u64, u64::saturating_add)
+}
+
 /// Estimate the peak memory of `exp` with `concurrent_seeds` seeds training at once.
 pub fn estimate(exp: &Experiment, concurrent_seeds: usize) -> MemoryEstimate {
     let seeds = concurrent_seeds.max(1) as u64;
     let d = &exp.data;
-    let features = [Some(&d.train), Some(&d.test), d.validation.as_ref()]
-        .into_iter()
-        .flatten()
-        .map(|s| mul(s.features.len() as u64, 4) + mul(s.labels.len() as u64, 8))
-        .fold(0u64, u64::saturating_add);
+    let features = data_bytes(d);
     let p = exp.model.num_params() as u64;
     let acts = exp.model.activation_lens();
     let per_example: u64 = acts.iter().map(|&a| a as u64).fold(0, u64::saturating_add);
