@@ -3,21 +3,21 @@
 use assert_cmd::Command;
 use predicates::str::contains;
 
-#[test]
-fn json_lines_carry_the_documented_fields() {
+/// `dpx bench --json` on logreg_mnist, one thread, without the sgemm line, plus `extra`: one JSON
+/// object per line.
+fn bench_json(extra: &[&str]) -> Vec<serde_json::Value> {
     let out = Command::cargo_bin("dpx")
         .unwrap()
         .args([
             "bench",
             "--workload",
             "logreg_mnist",
-            "--steps",
-            "1",
             "--threads",
             "1",
             "--json",
             "--no-sgemm",
         ])
+        .args(extra)
         .output()
         .unwrap();
     assert!(
@@ -25,11 +25,16 @@ fn json_lines_carry_the_documented_fields() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let text = String::from_utf8(out.stdout).unwrap();
-    let lines: Vec<serde_json::Value> = text
+    String::from_utf8(out.stdout)
+        .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+        .collect()
+}
+
+#[test]
+fn json_lines_carry_the_documented_fields() {
+    let lines = bench_json(&["--steps", "1"]);
     assert_eq!(lines.len(), 2);
     for (line, mode) in lines.iter().zip(["nonprivate", "dp"]) {
         assert_eq!(line["workload"], "logreg_mnist");
@@ -45,32 +50,7 @@ fn json_lines_carry_the_documented_fields() {
 
 #[test]
 fn phases_break_down_the_dp_step_only() {
-    let out = Command::cargo_bin("dpx")
-        .unwrap()
-        .args([
-            "bench",
-            "--workload",
-            "logreg_mnist",
-            "--steps",
-            "2",
-            "--threads",
-            "1",
-            "--json",
-            "--no-sgemm",
-            "--phases",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).unwrap();
-    let lines: Vec<serde_json::Value> = text
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = bench_json(&["--steps", "2", "--phases"]);
     assert_eq!(lines.len(), 2);
     assert!(lines[0].get("phases_ms").is_none(), "{}", lines[0]);
     let phases = &lines[1]["phases_ms"];

@@ -126,16 +126,23 @@ def main(argv):
               "(± SE) | z | chosen (in-sample) | rel. in-sample (± SE) | z |")
     print(header)
     print("|---" * (header.count("|") - 1) + "|")
+    def split(uni):
+        """All seeds every uniform point has, the even ones (selection) and the odd (report)."""
+        all_seeds = sorted(set.intersection(*(set(v) for v in uni.values())))
+        return (all_seeds, [x for x in all_seeds if x % 2 == 0],
+                [x for x in all_seeds if x % 2 == 1])
+
+    def name_of(s):
+        return ", ".join(f"{k.split('.')[-1]}={v}" for k, v in s)
+
     for s in settings:
         uni = table.get((s, "uniform"))
         if not uni:
             continue
-        all_seeds = sorted(set.intersection(*(set(v) for v in uni.values())))
-        sel = [x for x in all_seeds if x % 2 == 0]
-        rep = [x for x in all_seeds if x % 2 == 1]
+        all_seeds, sel, rep = split(uni)
         u_sel = best(uni, sel)
         u_all = best(uni, all_seeds)
-        name = ", ".join(f"{k.split('.')[-1]}={v}" for k, v in s)
+        name = name_of(s)
         for m in METHODS[1:]:
             cands = table.get((s, m))
             if not cands:
@@ -165,11 +172,9 @@ def main(argv):
         uni = table.get((s, "uniform"))
         if not uni:
             continue
-        all_seeds = sorted(set.intersection(*(set(v) for v in uni.values())))
-        sel = [x for x in all_seeds if x % 2 == 0]
-        rep = [x for x in all_seeds if x % 2 == 1]
+        _, sel, rep = split(uni)
         (_, tu), u = best(uni, sel)
-        name = ", ".join(f"{k.split('.')[-1]}={v}" for k, v in s)
+        name = name_of(s)
         for m in METHODS[1:]:
             cands = table.get((s, m))
             if not cands:
