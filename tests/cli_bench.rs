@@ -88,6 +88,40 @@ fn phases_break_down_the_dp_step_only() {
 }
 
 #[test]
+fn the_bandmf_workload_runs_its_correlated_noise() {
+    let out = Command::cargo_bin("dpx")
+        .unwrap()
+        .args([
+            "bench",
+            "--workload",
+            "cnn_cifar10_bandmf8",
+            "--steps",
+            "2",
+            "--batch",
+            "2",
+            "--threads",
+            "1",
+            "--mode",
+            "dp",
+            "--json",
+            "--no-sgemm",
+            "--phases",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line: serde_json::Value =
+        serde_json::from_str(String::from_utf8(out.stdout).unwrap().trim()).unwrap();
+    assert_eq!(line["workload"], "cnn_cifar10_bandmf8");
+    assert_eq!(line["params"], 550570);
+    assert!(line["phases_ms"]["noise"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
 fn unknown_workload_and_zero_threads_are_bad_input() {
     Command::cargo_bin("dpx")
         .unwrap()

@@ -1,8 +1,9 @@
 //! `dpx bench`: step throughput of the reference workloads of `docs/benchmarks.md`
 //! (logreg_mnist, mlp_mnist, cnn_mnist, cnn_cifar10, and the accuracy techniques on CIFAR-10:
 //! cnn_cifar10_gn_ws with group normalisation and weight standardisation, cnn_cifar10_augmult4
-//! with 4 augmented views per example), each as a non-private SGD step and a DP-SGD step, at one
-//! thread and at all threads.
+//! with 4 augmented views per example, and cnn_cifar10_bandmf8, whose DP step adds BandMF's noise
+//! correlated over 8 bands), each as a non-private SGD step and a DP-SGD step, at one thread and
+//! at all threads.
 //!
 //! With views, a step runs K·B rows; the DP step clips each example's mean over its views
 //! (`Model::per_sample_views`), the non-private step takes the gradient of the mean loss over
@@ -31,6 +32,7 @@ use serde::Serialize;
 use crate::bad_input;
 use crate::grad::PerSampleGradients;
 use crate::model::{LayerSpec, Model, ModelSpec, with_threads};
+use crate::privacy::bandmf::{self, Correlated, CorrelatedNoise};
 use crate::privacy::clip::flat::{flat_clip_weights, privatize_flat};
 use crate::privacy::mechanism::add_gaussian_noise;
 
@@ -76,6 +78,7 @@ pub fn workloads() -> Vec<Workload> {
         spec,
         batch,
         views,
+        bands: 1,
     };
     vec![
         w("logreg_mnist", named("logreg_mnist"), 256, 1),
@@ -84,16 +87,22 @@ pub fn workloads() -> Vec<Workload> {
         w("cnn_cifar10", named("cifar_cnn"), 128, 1),
         w("cnn_cifar10_gn_ws", cifar_cnn_gn_ws(), 128, 1),
         w("cnn_cifar10_augmult4", named("cifar_cnn"), 32, 4),
+        Workload {
+            bands: 8,
+            ..w("cnn_cifar10_bandmf8", named("cifar_cnn"), 128, 1)
+        },
     ]
 }
 
-/// One reference workload: a model, its batch (examples) and views per example.
+/// One reference workload: a model, its batch (examples), views per example, and the bands of
+/// its noise (1: DP-SGD's independent noise; b > 1: BandMF's, correlated over b steps).
 #[derive(Debug, Clone)]
 pub struct Workload {
     pub name: &'static str,
     pub spec: ModelSpec,
     pub batch: usize,
     pub views: usize,
+    pub bands: usize,
 }
 
 /// `cifar_cnn` with every convolution weight-standardised and followed by group normalisation
@@ -154,6 +163,8 @@ pub struct Phases {
 }
 
 const WARMUP_STEPS: usize = 3;
+/// The run length BandMF workloads optimise their strategy for.
+const BANDMF_STRATEGY_STEPS: u64 = 1000;
 /// Without `--steps`: at least this many timed steps…
 const DEFAULT_MIN_STEPS: usize = 20;
 /// …and at least this long in total (estimated from the warm-up steps)…
@@ -229,7 +240,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         }
     }
     for w in &selected {
-        let (name, views) = (w.name, w.views);
+        let (name, views, bands) = (w.name, w.views, w.bands);
         let batch = args.batch.unwrap_or(w.batch);
         let model = w.spec.build().context("building a reference workload")?;
         for &threads in &thread_counts {
@@ -238,7 +249,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
                     measure(
                         name,
                         &model,
-                        (batch, views),
+                        (batch, views, bands),
                         dp,
                         threads,
                         args.steps,
@@ -279,7 +290,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
 fn measure(
     name: &str,
     model: &Model,
-    (batch, views): (usize, usize),
+    (batch, views, bands): (usize, usize, usize),
     dp: bool,
     threads: usize,
     steps: Option<usize>,
@@ -295,10 +306,29 @@ fn measure(
         .collect();
     let mut params = model.init_params(0);
     let mut noise_rng = rand_chacha::ChaCha12Rng::seed_from_u64(1);
+    // BandMF: the strategy for a run of BANDMF_STRATEGY_STEPS (the step's cost does not depend on
+    // the run's length, only on the bands), and its noise state.
+    let mut correlated = match bands {
+        1 => None,
+        b => Some(CorrelatedNoise::new(
+            &bandmf::optimize(BANDMF_STRATEGY_STEPS, b, bandmf::Workload::PrefixSum)
+                .context("optimising the BandMF strategy of a workload")?
+                .strategy,
+        )),
+    };
     let mut step = |params: &mut Array1<f32>| -> anyhow::Result<()> {
         let sum = if dp {
             let grads = model.per_sample_views(params.view(), x.view(), &labels, views)?;
-            privatize_flat(&grads, CLIP_NORM, NOISE_MULTIPLIER, &mut noise_rng)?.sum
+            match correlated.as_mut() {
+                Some(noise) => {
+                    let mut source = Correlated {
+                        inner: &mut noise_rng,
+                        noise,
+                    };
+                    privatize_flat(&grads, CLIP_NORM, NOISE_MULTIPLIER, &mut source)?.sum
+                }
+                None => privatize_flat(&grads, CLIP_NORM, NOISE_MULTIPLIER, &mut noise_rng)?.sum,
+            }
         } else {
             let g = model.loss_and_gradient(params.view(), x.view(), &labels)?.1;
             g / views as f64
@@ -307,12 +337,14 @@ fn measure(
         params.zip_mut_with(&sum, |p, &g| *p -= (scale * g) as f32);
         Ok(())
     };
+    // At least `bands` warm-up steps, so BandMF's history is full when the timing starts.
+    let warmup = WARMUP_STEPS.max(bands);
     let warm = Instant::now();
-    for _ in 0..WARMUP_STEPS {
+    for _ in 0..warmup {
         step(&mut params)?;
     }
     let steps = steps.unwrap_or_else(|| {
-        let per_step = warm.elapsed().as_secs_f64() / WARMUP_STEPS as f64;
+        let per_step = warm.elapsed().as_secs_f64() / warmup as f64;
         let for_min_time = (DEFAULT_MIN_SECONDS / per_step.max(1e-9)).ceil();
         (for_min_time.min(MAX_DEFAULT_STEPS as f64) as usize).max(DEFAULT_MIN_STEPS)
     });
@@ -333,7 +365,18 @@ fn measure(
             let t2 = Instant::now();
             let mut sum = grads.weighted_sum(&weights);
             let t3 = Instant::now();
-            add_gaussian_noise(sum.view_mut(), NOISE_MULTIPLIER, CLIP_NORM, &mut noise_rng)?;
+            match correlated.as_mut() {
+                Some(noise) => {
+                    let mut source = Correlated {
+                        inner: &mut noise_rng,
+                        noise,
+                    };
+                    add_gaussian_noise(sum.view_mut(), NOISE_MULTIPLIER, CLIP_NORM, &mut source)?
+                }
+                None => {
+                    add_gaussian_noise(sum.view_mut(), NOISE_MULTIPLIER, CLIP_NORM, &mut noise_rng)?
+                }
+            };
             let t4 = Instant::now();
             let scale = LEARNING_RATE / batch as f64;
             params.zip_mut_with(&sum, |p, &g| *p -= (scale * g) as f32);
