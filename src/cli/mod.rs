@@ -111,6 +111,18 @@ pub fn parse_max_memory(text: &str) -> Result<f64, String> {
     }
 }
 
+/// The memory limit in bytes of `--max-memory GIB` (default: three quarters of the physical
+/// memory), and how to name it in a message.
+pub fn memory_limit(max_memory_gib: Option<f64>) -> (u64, &'static str) {
+    match max_memory_gib {
+        Some(g) => ((g * (1u64 << 30) as f64) as u64, "--max-memory"),
+        None => (
+            crate::train::memory::default_limit_bytes(),
+            "the default, 3/4 of physical memory; raise it with --max-memory GIB",
+        ),
+    }
+}
+
 /// Refuse (bad input) an experiment whose estimated peak memory with `concurrent_seeds` seeds
 /// training at once is over `--max-memory` (default: three quarters of the physical memory).
 pub fn check_memory(
@@ -118,14 +130,8 @@ pub fn check_memory(
     concurrent_seeds: usize,
     max_memory_gib: Option<f64>,
 ) -> anyhow::Result<()> {
-    use crate::train::memory::{default_limit_bytes, estimate, gib};
-    let (limit, why) = match max_memory_gib {
-        Some(g) => ((g * (1u64 << 30) as f64) as u64, "--max-memory"),
-        None => (
-            default_limit_bytes(),
-            "the default, 3/4 of physical memory; raise it with --max-memory GIB",
-        ),
-    };
+    use crate::train::memory::{estimate, gib};
+    let (limit, why) = memory_limit(max_memory_gib);
     let e = estimate(exp, concurrent_seeds);
     let total = e.total();
     if total <= limit {

@@ -26,7 +26,9 @@ use crate::train::TrainError;
 use crate::train::artifact::model_files;
 use crate::train::metrics::SeedStatus;
 use crate::train::plan::TrainingPlan;
-use crate::train::prepare::{Experiment, PreparedData, build_model, load_init_from, prepare_data};
+use crate::train::prepare::{
+    Experiment, PreparedData, load_init_from, plan_and_model, prepare_data,
+};
 use crate::train::{SeedEnd, Silent, train_seed};
 
 /// Arguments of `dpx sweep`.
@@ -376,13 +378,7 @@ fn build_points(
     // points are built: refuse the rest once together they pass the memory limit, instead of
     // holding them all (a sweep over a data key of CIFAR-10 scattering features holds 3.7 GB per
     // value).
-    let (limit, why) = match max_memory {
-        Some(g) => ((g * (1u64 << 30) as f64) as u64, "--max-memory"),
-        None => (
-            crate::train::memory::default_limit_bytes(),
-            "the default, 3/4 of physical memory",
-        ),
-    };
+    let (limit, why) = super::memory_limit(max_memory);
     let mut held = 0u64;
     let mut data: Vec<Result<Arc<PreparedData>, String>> = Vec::with_capacity(first_of.len());
     for (k, &i) in first_of.iter().enumerate() {
@@ -411,13 +407,7 @@ fn build_points(
                     Ok(d) => Arc::clone(d),
                     Err(e) => return Err(bad_input(anyhow::anyhow!("{e}"))),
                 };
-                let model = build_model(&spec, &d).map_err(map_train)?;
-                spec.check_against_data(d.train.len(), d.train.num_features())
-                    .map_err(bad_input)?;
-                let influence = crate::train::influence::quadratic_influence(&spec, &d.train)
-                    .map_err(map_train)?;
-                let plan = TrainingPlan::with_influence(&spec, d.train.len(), influence.as_ref())
-                    .map_err(map_train)?;
+                let (model, plan) = plan_and_model(&spec, &d, d.train.len()).map_err(map_train)?;
                 let accelerated = match &spec.accelerated {
                     Some(acc) => Some(
                         crate::train::accelerated::AcceleratedExperiment::build(

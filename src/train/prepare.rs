@@ -129,8 +129,9 @@ impl Experiment {
 }
 
 /// The model for `data` and the plan for `n_train` training examples, with every check
-/// [`Experiment::build`] makes of the spec against the data.
-fn plan_and_model(
+/// [`Experiment::build`] makes of the spec against the data (also how `dpx sweep` builds a
+/// point on its shared data).
+pub fn plan_and_model(
     spec: &ExperimentSpec,
     data: &PreparedData,
     n_train: usize,
