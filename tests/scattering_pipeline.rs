@@ -230,15 +230,145 @@ fn fixed_cnns_and_augmentation_are_refused() {
         e.contains("data.features") && e.contains("model.architecture"),
         "{e}"
     );
-    let text = config_text("cifar10", "features = \"scattering\"").replace(
-        "[clip]",
-        "[train.augmentation]\nmultiplicity = 2\ncrop_padding = 4\n[clip]",
+    // Views of scattering features are left-right flips only: a crop (4 pixels by default) or
+    // no flip is refused, naming the key.
+    let views = |keys: &str| {
+        config_text("cifar10", "features = \"scattering\"")
+            .replace("[clip]", &format!("[train.augmentation]\n{keys}\n[clip]"))
+    };
+    for (keys, key) in [
+        ("multiplicity = 2", "train.augmentation.crop_padding"),
+        (
+            "multiplicity = 2\ncrop_padding = 4",
+            "train.augmentation.crop_padding",
+        ),
+        (
+            "crop_padding = 0\nhorizontal_flip = false",
+            "train.augmentation.horizontal_flip",
+        ),
+    ] {
+        let e = error_of(&views(keys));
+        assert!(
+            e.contains(key) && e.contains("data.features"),
+            "{keys}: {e}"
+        );
+        assert_eq!(e.lines().count(), 1, "{e}");
+    }
+    config::load_str(
+        &views("multiplicity = 2\ncrop_padding = 0"),
+        Path::new("x.toml"),
+    )
+    .expect("flip views of scattering features are valid");
+}
+
+/// `[train.augmentation]` on scattering features: the prepared mirror features are the transform
+/// of the mirrored pixels, through the same standardisation, cached beside the others.
+#[test]
+fn flip_views_use_the_transform_of_the_mirrored_images() {
+    let (_dir, mnist, data_dir, file) = mnist_workspace(12);
+    let views = "[train.augmentation]\nmultiplicity = 2\ncrop_padding = 0\n[clip]";
+    let spec = |data_extra: &str, train_extra: &str| {
+        let text = config_text(
+            "mnist",
+            &format!("path = {mnist:?}\nscale = true\n{data_extra}"),
+        )
+        .replace("[clip]", train_extra);
+        config::load_str(&text, &file).expect("valid")
+    };
+    let with =
+        prepare_data(&spec("features = \"scattering\"", views), &data_dir).expect("prepared");
+    let without =
+        prepare_data(&spec("features = \"scattering\"", "[clip]"), &data_dir).expect("prepared");
+    assert!(without.train_mirrored.is_none());
+    assert_eq!(
+        with.train, without.train,
+        "the plain features do not change"
     );
-    let e = error_of(&text);
-    assert!(
-        e.contains("data.features") && e.contains("train.augmentation"),
-        "{e}"
+    let mirrored = with.train_mirrored.as_ref().expect("mirror features");
+
+    // The oracle: the scaled pixels, mirrored, then the transform (no cache).
+    let pixels = prepare_data(&spec("", "[clip]"), &data_dir).expect("pixels");
+    let flipped = dpx::data::Dataset {
+        features: dpx::data::augment::mirror_images(pixels.train.features.view(), [1, 28, 28]),
+        ..pixels.train.clone()
+    };
+    let s = dpx::data::scattering::Scattering2d::new(28, 28, 2, 8).expect("transform");
+    let oracle = s.transform_dataset(&flipped).expect("transform");
+    assert_eq!(mirrored.features, oracle.features);
+    assert_eq!(mirrored.labels, with.train.labels);
+    assert_ne!(
+        mirrored.features, with.train.features,
+        "the images are not symmetric"
     );
+    // train, test and the mirror's features are cached.
+    let cached = std::fs::read_dir(data_dir.join("cache").join("scattering"))
+        .expect("cache dir")
+        .count();
+    assert_eq!(cached, 3);
+
+    // The same standardisation reaches the mirror: fixed constants on the features.
+    let standardized = prepare_data(
+        &spec(
+            &format!(
+                "features = \"scattering\"\nstandardize = \"fixed\"\nstandardize_mean = {:?}\nstandardize_std = {:?}",
+                vec![0.5; 81],
+                vec![2.0; 81]
+            ),
+            views,
+        ),
+        &data_dir,
+    )
+    .expect("prepared");
+    let m = standardized
+        .train_mirrored
+        .as_ref()
+        .expect("mirror features");
+    let gap = m
+        .features
+        .iter()
+        .zip(mirrored.features.iter())
+        .map(|(a, b)| (a - (b - 0.5) / 2.0).abs())
+        .fold(0.0f32, f32::max);
+    assert!(gap < 1e-6, "{gap}");
+}
+
+/// A run with flip views of scattering features: the same bytes on 1 and 2 threads, and not the
+/// run without views (so the views reach the gradients).
+#[test]
+fn flip_views_of_scattering_features_train_deterministically() {
+    let (dir, mnist, data_dir, _) = mnist_workspace(40);
+    let write = |name: &str, train_extra: &str| {
+        let text = config_text(
+            "mnist",
+            &format!("path = {mnist:?}\nscale = true\nfeatures = \"scattering\""),
+        )
+        .replace("[clip]", train_extra)
+        .replace("steps = 2", "steps = 6");
+        let path = dir.path().join(format!("{name}.toml"));
+        std::fs::write(&path, text).expect("write");
+        path
+    };
+    let views = write(
+        "views",
+        "[train.augmentation]\nmultiplicity = 3\ncrop_padding = 0\n[clip]",
+    );
+    let plain = write("plain", "[clip]");
+    let run = |cfg: &Path, out: &str, threads: &str| {
+        let out = dir.path().join(out);
+        let status = std::process::Command::new(env!("CARGO_BIN_EXE_dpx"))
+            .args(["run", "--quiet", "--threads", threads, "--data-dir"])
+            .arg(&data_dir)
+            .arg("--out")
+            .arg(&out)
+            .arg(cfg)
+            .status()
+            .expect("dpx runs");
+        assert!(status.success());
+        std::fs::read(out.join("metrics.csv")).expect("metrics")
+    };
+    let one = run(&views, "v1", "1");
+    assert_eq!(one, run(&views, "v2", "2"));
+    assert_ne!(one, run(&plain, "p1", "1"));
 }
 
 #[test]

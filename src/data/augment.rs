@@ -98,6 +98,54 @@ pub fn views(
     out
 }
 
+/// Every image of `x` (rows are `[C, H, W]` images of `shape`) mirrored left to right: what the
+/// precomputed features of [`flip_views`] are computed from.
+pub fn mirror_images(x: ArrayView2<'_, f32>, shape: [usize; 3]) -> Array2<f32> {
+    let [c, h, w] = shape;
+    assert_eq!(x.ncols(), c * h * w, "rows are [C, H, W] images");
+    let mut out = Array2::<f32>::zeros(x.raw_dim());
+    out.axis_iter_mut(Axis(0))
+        .into_par_iter()
+        .zip(x.axis_iter(Axis(0)).into_par_iter())
+        .for_each(|(mut row, src)| {
+            for line in 0..c * h {
+                for xo in 0..w {
+                    row[line * w + xo] = src[line * w + w - 1 - xo];
+                }
+            }
+        });
+    out
+}
+
+/// K views of each example `indices[i]` when the augmentation is a feature map's input flipped
+/// left to right with probability 1/2 and both features are precomputed: each view is the row of
+/// `plain` (the features of the image) or of `mirrored` (the features of its mirror image),
+/// `[B·K, F]` with example i's views in rows i·K .. i·K + K. The draws are those of [`views`]
+/// without a crop (one fair coin per view, in view order, all taken before any row is copied),
+/// so on pixels (`mirrored` = [`mirror_images`] of `plain`) the two give the same views.
+pub fn flip_views(
+    plain: ArrayView2<'_, f32>,
+    mirrored: ArrayView2<'_, f32>,
+    indices: &[usize],
+    views: usize,
+    rng: &mut impl Rng,
+) -> Array2<f32> {
+    assert_eq!(plain.dim(), mirrored.dim(), "one mirrored row per example");
+    let flips: Vec<bool> = (0..indices.len() * views)
+        .map(|_| rng.random::<bool>())
+        .collect();
+    let mut out = Array2::<f32>::zeros((indices.len() * views, plain.ncols()));
+    out.axis_iter_mut(Axis(0))
+        .into_par_iter()
+        .zip(flips.par_iter())
+        .enumerate()
+        .for_each(|(r, (mut row, &flip))| {
+            let source = if flip { &mirrored } else { &plain };
+            row.assign(&source.row(indices[r / views]));
+        });
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -203,5 +251,43 @@ mod tests {
             })
         };
         assert_eq!(run(1), run(3));
+    }
+
+    #[test]
+    fn flip_views_of_mirrored_pixels_are_the_views_without_crop() {
+        let shape = [3, 4, 6];
+        let x = Array2::from_shape_fn((7, 72), |(i, j)| (i * 100 + j) as f32);
+        let m = mirror_images(x.view(), shape);
+        // Mirroring twice is the identity; a mirrored row reads its line backwards.
+        assert_eq!(mirror_images(m.view(), shape), x);
+        assert_eq!(m[[2, 0]], x[[2, 5]]);
+        assert_eq!(m[[2, 6 + 1]], x[[2, 6 + 4]]);
+        let indices = [4, 0, 4, 6];
+        let spec = ViewSpec {
+            views: 5,
+            crop_padding: 0,
+            horizontal_flip: true,
+        };
+        let selected = x.select(Axis(0), &indices);
+        let want = views(
+            selected.view(),
+            shape,
+            spec,
+            &mut ChaCha12Rng::seed_from_u64(11),
+        );
+        let mut rng = ChaCha12Rng::seed_from_u64(11);
+        let got = flip_views(x.view(), m.view(), &indices, 5, &mut rng);
+        assert_eq!(got, want);
+        // Both sources occur among the 20 views (a failure has probability 2^-19).
+        let mirrored = (0..20)
+            .filter(|&r| got.row(r) == m.row(indices[r / 5]))
+            .count();
+        assert!(mirrored > 0 && mirrored < 20, "{mirrored} of 20 mirrored");
+        // The generator moved by exactly one draw per view.
+        let mut reference = ChaCha12Rng::seed_from_u64(11);
+        for _ in 0..20 {
+            let _: bool = reference.random();
+        }
+        assert_eq!(rng.get_word_pos(), reference.get_word_pos());
     }
 }

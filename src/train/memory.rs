@@ -73,11 +73,16 @@ fn step_batch(sampler: Sampler) -> u64 {
 
 /// The bytes the prepared splits hold (f32 features and usize labels).
 pub fn data_bytes(d: &PreparedData) -> u64 {
-    [Some(&d.train), Some(&d.test), d.validation.as_ref()]
-        .into_iter()
-        .flatten()
-        .map(|s| mul(s.features.len() as u64, 4) + mul(s.labels.len() as u64, 8))
-        .fold(0u64, u64::saturating_add)
+    [
+        Some(&d.train),
+        Some(&d.test),
+        d.validation.as_ref(),
+        d.train_mirrored.as_ref(),
+    ]
+    .into_iter()
+    .flatten()
+    .map(|s| mul(s.features.len() as u64, 4) + mul(s.labels.len() as u64, 8))
+    .fold(0u64, u64::saturating_add)
 }
 
 /// Estimate the peak memory of `exp` with `concurrent_seeds` seeds training at once.

@@ -34,6 +34,10 @@ pub const DATA_SEED: u64 = 0x0da7_a5ee_d000_0001;
 #[derive(Debug, Clone)]
 pub struct PreparedData {
     pub train: Dataset,
+    /// Scattering features with `[train.augmentation]`: the features of every training image's
+    /// mirror (left-right), row for row with `train`, through the same preprocessing; a flipped
+    /// view is its row (`data::augment::flip_views`).
+    pub train_mirrored: Option<Dataset>,
     /// The validation split (`data.validation_fraction > 0`), evaluated beside the test set.
     pub validation: Option<Dataset>,
     pub test: Dataset,
@@ -452,9 +456,25 @@ fn prepare_data_with(
             preprocess::scale_to_unit(s);
         }
     }
+    let mut train_mirrored = None;
     if let FeatureMap::Scattering { j, angles } = d.features {
         // A fixed map of each example on its own, fitted on nothing: no privacy cost.
         let dataset = d.source.dataset().name();
+        // Flip views need the transform of each training image's mirror too (the config check
+        // allows no other augmentation on these features).
+        if spec.train.augmentation.is_some()
+            && let [c, h, w] = data.train.sample_shape[..]
+        {
+            train_mirrored = Some(Dataset {
+                features: crate::data::augment::mirror_images(
+                    data.train.features.view(),
+                    [c, h, w],
+                ),
+                labels: data.train.labels.clone(),
+                sample_shape: data.train.sample_shape.clone(),
+                num_classes: data.train.num_classes,
+            });
+        }
         // Public constants on the pixels first (the cache key covers the normalised pixels).
         let input = match &d.scattering_input {
             Some((mean, std)) => Some(
@@ -468,6 +488,9 @@ fn prepare_data_with(
         if let Some(v) = validation.as_mut() {
             splits.push(("validation", v));
         }
+        if let Some(m) = train_mirrored.as_mut() {
+            splits.push(("train_mirrored", m));
+        }
         for (split, set) in splits {
             if let Some(st) = &input {
                 st.apply(set)?;
@@ -480,7 +503,10 @@ fn prepare_data_with(
         for s in [&mut data.train, &mut data.test] {
             standardizer.apply(s)?;
         }
-        if let Some(v) = validation.as_mut() {
+        for v in [validation.as_mut(), train_mirrored.as_mut()]
+            .into_iter()
+            .flatten()
+        {
             standardizer.apply(v)?;
         }
         notes.push(note);
@@ -496,7 +522,10 @@ fn prepare_data_with(
         for s in [&mut data.train, &mut data.test] {
             st.apply(s)?;
         }
-        if let Some(v) = validation.as_mut() {
+        for v in [validation.as_mut(), train_mirrored.as_mut()]
+            .into_iter()
+            .flatten()
+        {
             st.apply(v)?;
         }
     }
@@ -504,7 +533,10 @@ fn prepare_data_with(
         let st = preprocess::Standardizer::fit(&data.train, mode)?;
         st.apply(&mut data.train)?;
         st.apply(&mut data.test)?;
-        if let Some(v) = validation.as_mut() {
+        for v in [validation.as_mut(), train_mirrored.as_mut()]
+            .into_iter()
+            .flatten()
+        {
             st.apply(v)?;
         }
         notes.push(
@@ -529,7 +561,10 @@ fn prepare_data_with(
         let factor = preprocess::scale_max_row_norm(&mut tt, max_norm)?;
         data.train = tt.train;
         data.test = tt.test;
-        if let Some(v) = validation.as_mut() {
+        for v in [validation.as_mut(), train_mirrored.as_mut()]
+            .into_iter()
+            .flatten()
+        {
             preprocess::scale(v, factor as f32);
         }
         notes.push(format!(
@@ -539,6 +574,7 @@ fn prepare_data_with(
     Ok((
         PreparedData {
             train: data.train,
+            train_mirrored,
             validation,
             test: data.test,
             notes,

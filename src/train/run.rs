@@ -420,12 +420,22 @@ impl<'a> DpSgdSeed<'a> {
             &empty
         } else {
             let (views, spec) = self.views();
-            let selected = train.features.select(Axis(0), &self.indices);
-            x = match spec {
-                Some((shape, spec)) => {
-                    augment::views(selected.view(), shape, spec, &mut self.rng_augment)
-                }
-                None => selected,
+            x = match (spec, &self.exp.data.train_mirrored) {
+                // Scattering features: each view is the example's row or its mirror's.
+                (Some(_), Some(mirrored)) => augment::flip_views(
+                    train.features.view(),
+                    mirrored.features.view(),
+                    &self.indices,
+                    views,
+                    &mut self.rng_augment,
+                ),
+                (Some((shape, spec)), None) => augment::views(
+                    train.features.select(Axis(0), &self.indices).view(),
+                    shape,
+                    spec,
+                    &mut self.rng_augment,
+                ),
+                (None, _) => train.features.select(Axis(0), &self.indices),
             };
             y = self
                 .indices

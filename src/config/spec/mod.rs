@@ -284,24 +284,17 @@ pub fn validate(raw: &RawConfig, source: &Path) -> Result<ExperimentSpec, Config
             "PCA turns images into plain vectors; a CNN needs images",
         ));
     }
-    if matches!(data.features, FeatureMap::Scattering { .. }) {
-        if matches!(
+    if matches!(data.features, FeatureMap::Scattering { .. })
+        && matches!(
             model.architecture,
             ModelArchitecture::MnistCnn | ModelArchitecture::CifarCnn
-        ) {
-            return Err(v.conflict(
-                "data.features",
-                "model.architecture",
-                "the fixed model.architecture = mnist_cnn/cifar_cnn expect pixels; on scattering features use architecture = \"cnn\" with [[model.layers]], \"mlp\" or \"logistic\"",
-            ));
-        }
-        if raw.train.augmentation.is_some() {
-            return Err(v.conflict(
-                "data.features",
-                "train.augmentation",
-                "[train.augmentation] draws random crops and flips of pixels, not of scattering features",
-            ));
-        }
+        )
+    {
+        return Err(v.conflict(
+            "data.features",
+            "model.architecture",
+            "the fixed model.architecture = mnist_cnn/cifar_cnn expect pixels; on scattering features use architecture = \"cnn\" with [[model.layers]], \"mlp\" or \"logistic\"",
+        ));
     }
     let train = match (&accelerated, raw.train.learning_rate) {
         // The accelerated methods take α = c/L; `train.learning_rate` is not used (1 if absent).
@@ -311,6 +304,24 @@ pub fn validate(raw: &RawConfig, source: &Path) -> Result<ExperimentSpec, Config
         })?,
         _ => v.train(&raw.train)?,
     };
+    // On scattering features a view is the transform of the example or of its mirror image (both
+    // computed once): left-right flips only, no crops.
+    if let (FeatureMap::Scattering { .. }, Some(a)) = (data.features, train.augmentation) {
+        if a.crop_padding > 0 {
+            return Err(v.conflict(
+                "train.augmentation.crop_padding",
+                "data.features",
+                "with data.features = \"scattering\" the views are left-right flips only (the transform of each training image's mirror is computed once, beside the image's); set train.augmentation.crop_padding = 0",
+            ));
+        }
+        if !a.horizontal_flip {
+            return Err(v.conflict(
+                "train.augmentation.horizontal_flip",
+                "data.features",
+                "with data.features = \"scattering\" the only augmentation is the left-right flip; without it every view is the same example",
+            ));
+        }
+    }
     if accelerated.is_some() {
         v.absent("train.ema_decay", &raw.train.ema_decay, || {
             "not used by [accelerated] runs (they average their iterates as the paper says)".into()
