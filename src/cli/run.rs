@@ -771,11 +771,18 @@ fn print_plan(exp: &Experiment, out: &Path) {
     }
     let t = &exp.spec.train;
     if let Some(a) = t.augmentation {
+        let views = if exp.data.train_mirrored.is_some() {
+            "each the scattering features of the image or of its left-right mirror".to_string()
+        } else {
+            format!(
+                "mirror-padded random crop {}, horizontal flip {}",
+                a.crop_padding,
+                if a.horizontal_flip { "on" } else { "off" }
+            )
+        };
         println!(
-            "augmentation: {} views per example (mirror-padded random crop {}, horizontal flip {}), their gradients averaged before clipping: the sensitivity and epsilon are unchanged",
+            "augmentation: {} views per example ({views}), their gradients averaged before clipping: the sensitivity and epsilon are unchanged",
             a.multiplicity,
-            a.crop_padding,
-            if a.horizontal_flip { "on" } else { "off" }
         );
     }
     if let Some(d) = t.ema_decay {
