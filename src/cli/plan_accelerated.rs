@@ -245,7 +245,7 @@ pub fn run(
                 report.steps
             ),
             _ => println!(
-                "  certified rate: none below 1 (Prop. 3.4's LMI is infeasible for every rho < 1)"
+                "  certified rate: none below 1 (Prop. 3.4's LMI certifies no rho < 1 for these alpha, beta)"
             ),
         }
         println!(

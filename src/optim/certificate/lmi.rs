@@ -213,6 +213,8 @@ impl Certificate {
 }
 
 /// The smallest eigenvalue of a symmetric matrix (cyclic Jacobi).
+// The small dense kernels below read best with explicit indices.
+#[allow(clippy::needless_range_loop)]
 pub fn min_eigenvalue<const N: usize>(mut a: [[f64; N]; N]) -> f64 {
     for _sweep in 0..50 {
         let off: f64 = (0..N)
@@ -268,6 +270,7 @@ fn cholesky<const N: usize>(a: &[[f64; N]; N]) -> Option<[[f64; N]; N]> {
 }
 
 /// Inverse and log-determinant of a symmetric positive-definite matrix.
+#[allow(clippy::needless_range_loop)]
 fn inverse_logdet<const N: usize>(a: &[[f64; N]; N]) -> Option<([[f64; N]; N], f64)> {
     let l = cholesky(a)?;
     let logdet = 2.0 * (0..N).map(|i| l[i][i].ln()).sum::<f64>();
@@ -471,6 +474,7 @@ impl Barrier {
 }
 
 /// Solve a small linear system by Gaussian elimination with partial pivoting.
+#[allow(clippy::needless_range_loop)]
 fn solve_linear<const N: usize>(mut a: [[f64; N]; N], mut b: [f64; N]) -> Option<[f64; N]> {
     for col in 0..N {
         let piv = (col..N).max_by(|&i, &j| a[i][col].abs().total_cmp(&a[j][col].abs()))?;

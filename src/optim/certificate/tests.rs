@@ -93,7 +93,7 @@ fn rate_optimal_momentum_minimises_the_rate() {
 
 #[test]
 fn lmi_certifies_gradient_descent_at_its_exact_rate() {
-    for &(mu, l) in &[(0.5f64, 1.0f64), (0.1, 2.0)] {
+    for &(mu, l) in &[(0.5f64, 1.0f64), (0.1, 2.0), (0.02, 5.1156)] {
         for &al in &[0.2f64, 0.5, 1.0, 1.5, 1.9] {
             let alpha = al / l;
             let exact = (1.0 - alpha * mu).abs().max((1.0 - alpha * l).abs());
