@@ -107,7 +107,7 @@ fn rate_certificate(p: &AcceleratedPlan) -> Option<RateCertificateReport> {
         strong_convexity: mu,
         smoothness: l,
         certified_rate: cert.map(|c| c.rho),
-        certified_contraction: cert.map(|c| c.rho.powi(2 * p.steps as i32)),
+        certified_contraction: cert.map(|c| c.rho.powf(2.0 * p.steps as f64)),
         quadratic_rate: certificate::quadratic_rate(alpha, beta, mu, l, Polynomial::HeavyBall),
         quadratic_rate_eq26_as_printed: certificate::quadratic_rate(
             alpha,
