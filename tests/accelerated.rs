@@ -341,6 +341,61 @@ fn account_config_prints_the_plan_of_an_accelerated_run() {
 }
 
 #[test]
+fn account_config_prints_heavy_balls_certified_rates() {
+    // The rates of optim::certificate for the run's α = c/L, β and the plan's μ, L: Prop. 3.4's
+    // LMI certifies small momenta at κ ≈ 255, never below the worst quadratic's rate, and nothing
+    // for NAG's β; Nesterov's runs print no certificate.
+    let dir = tempfile::tempdir().unwrap();
+    let json = |name: &str, acc: &str| -> serde_json::Value {
+        let cfg = config(dir.path(), name, acc, 2000, 50);
+        let out = assert_cmd::Command::cargo_bin("dpx")
+            .unwrap()
+            .args(["account", "--config"])
+            .arg(&cfg)
+            .arg("--json")
+            .env("DPX_DATA_DIR", dir.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let v = json(
+        "hb_small",
+        "method = \"heavy_ball\"\nepsilon = 1.0\nmomentum = 0.3",
+    );
+    let r = &v["rate_certificate"];
+    let (alpha, l, mu) = (
+        r["step_size"].as_f64().unwrap(),
+        r["smoothness"].as_f64().unwrap(),
+        r["strong_convexity"].as_f64().unwrap(),
+    );
+    assert!((alpha * l - 1.0).abs() < 1e-12 && mu == 0.02);
+    let certified = r["certified_rate"].as_f64().unwrap();
+    let quadratic = r["quadratic_rate"].as_f64().unwrap();
+    assert!(certified >= quadratic - 1e-6 && certified < 1.0, "{r}");
+    let v = json("hb_nag_beta", "method = \"heavy_ball\"\nepsilon = 1.0");
+    assert!(
+        v["rate_certificate"]["certified_rate"].is_null(),
+        "{}",
+        v["rate_certificate"]
+    );
+    let v = json("gd", "method = \"gd\"\nepsilon = 1.0");
+    let r = &v["rate_certificate"];
+    // GD: the LMI's rate is the exact 1 − αμ.
+    let gd = 1.0 - r["step_size"].as_f64().unwrap() * mu;
+    assert!(
+        (r["certified_rate"].as_f64().unwrap() - gd).abs() < 2e-6,
+        "{r}"
+    );
+    let v = json("nag", "method = \"nesterov\"\nepsilon = 1.0");
+    assert!(v.get("rate_certificate").is_none());
+}
+
+#[test]
 fn rounding_never_writes_more_than_the_budget_and_overflowing_budgets_are_refused() {
     // Σ ε_t in floating point gave 0.30000000000000004 for a budget of 0.3 (marked
     // guaranteed): the scales are widened by a few ulps until the accounted ε is within it.

@@ -1,6 +1,8 @@
 //! `dpx account --config FILE` for an `[accelerated]` experiment: the planned per-step budgets
 //! ε_t, Laplace scales b_t, step sizes, momenta and stages, the steps run (T' when selected), and
-//! ε from the plan's events under the pure accountant, with the RDP accountant's ε beside it.
+//! ε from the plan's events under the pure accountant, with the RDP accountant's ε beside it;
+//! for heavy ball and GD, the convergence rates certified for the run's (α, β, μ, L)
+//! ([`crate::optim::certificate`]).
 //!
 //! Orchestration and printing only; the events are
 //! [`crate::train::accelerated::AcceleratedPlan::planned_ledger`], which a test checks equal the
@@ -11,7 +13,9 @@ use std::process::ExitCode;
 
 use serde::Serialize;
 
-use crate::train::accelerated::AcceleratedExperiment;
+use crate::optim::accelerated::AcceleratedMethod;
+use crate::optim::certificate::{self, Polynomial, lmi::LmiProblem};
+use crate::train::accelerated::{AcceleratedExperiment, AcceleratedPlan};
 use crate::train::prepare::Experiment;
 
 #[derive(Serialize)]
@@ -50,9 +54,71 @@ struct AcceleratedReport {
     epsilon_guaranteed: bool,
     warnings: Vec<String>,
     steps_table: Vec<StepRow>,
+    /// Heavy ball's (and GD's) rates for the run's α, β and the problem's μ, L (absent for the
+    /// other methods).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rate_certificate: Option<RateCertificateReport>,
     /// The T' score a_{τ,0}E_0 + d(S1/(nε))²(Σ_t a_{τ,t}^{1/3})³ for τ = 1..T (empty without
     /// `accelerated.select_steps`).
     step_scores: Vec<f64>,
+}
+
+/// Rates of heavy ball x_{t+1} = x_t − α g(x_t) + β(x_t − x_{t−1}) (Kuru et al., arXiv:2008.01989,
+/// Sec. 3) at the run's constant α, β, for the class of μ-strongly convex, L-smooth F with the
+/// plan's μ (`model.l2`) and L (`accelerated.smoothness`).
+#[derive(Serialize)]
+struct RateCertificateReport {
+    step_size: f64,
+    momentum: f64,
+    strong_convexity: f64,
+    smoothness: f64,
+    /// The smallest ρ that Prop. 3.4's LMI certifies (to 1e-6), valid for every F of the class:
+    /// E[F(x_t) − F*] ≤ ρ^{2t} V(ξ_0)/c + noise terms. Null: no ρ < 1 is certified.
+    certified_rate: Option<f64>,
+    /// ρ^{2T} at the steps run: the factor on the initial term after the run.
+    certified_contraction: Option<f64>,
+    /// max over λ ∈ {μ, L} of the spectral radius of [[1 + β − αλ, −β], [1, 0]]: the exact rate on
+    /// the worst quadratic of the class (a lower bound on any certified rate).
+    quadratic_rate: f64,
+    /// ρ of eq. (26) as printed (Nesterov's polynomial; for comparison).
+    quadratic_rate_eq26_as_printed: f64,
+    /// The β minimising the quadratic rate at this α, (1 − √(αμ))², and that rate, 1 − √(αμ)
+    /// (for α ≤ 1/L; null otherwise).
+    rate_optimal_momentum: Option<f64>,
+    rate_optimal_rate: Option<f64>,
+}
+
+fn rate_certificate(p: &AcceleratedPlan) -> Option<RateCertificateReport> {
+    if !matches!(
+        p.method,
+        AcceleratedMethod::Gd | AcceleratedMethod::HeavyBall | AcceleratedMethod::HeavyBallEma
+    ) {
+        return None;
+    }
+    let sp = p.schedule.first()?;
+    let (alpha, beta) = (sp.alpha, sp.beta);
+    let (mu, l) = (p.constants.strong_convexity, p.constants.smoothness);
+    let cert = LmiProblem { alpha, beta, mu, l }.certified_rate(1e-6);
+    let optimal = (alpha * l <= 1.0)
+        .then(|| certificate::rate_optimal_momentum(alpha, mu, Polynomial::HeavyBall));
+    Some(RateCertificateReport {
+        step_size: alpha,
+        momentum: beta,
+        strong_convexity: mu,
+        smoothness: l,
+        certified_rate: cert.map(|c| c.rho),
+        certified_contraction: cert.map(|c| c.rho.powf(2.0 * p.steps as f64)),
+        quadratic_rate: certificate::quadratic_rate(alpha, beta, mu, l, Polynomial::HeavyBall),
+        quadratic_rate_eq26_as_printed: certificate::quadratic_rate(
+            alpha,
+            beta,
+            mu,
+            l,
+            Polynomial::Eq26AsPrinted,
+        ),
+        rate_optimal_momentum: optimal.map(|o| o.0),
+        rate_optimal_rate: optimal.map(|o| o.1),
+    })
 }
 
 /// Print the plan of `acc` (text, or JSON with every step).
@@ -118,6 +184,7 @@ pub fn run(
         epsilon_guaranteed: p.epsilon_guaranteed,
         warnings: p.warnings.clone(),
         step_scores: p.log_scores.iter().map(|l| l.exp()).collect(),
+        rate_certificate: rate_certificate(p),
         steps_table: if json {
             rows
         } else {
@@ -166,6 +233,30 @@ pub fn run(
             "steps chosen by the error bound: T' = {} (score {first:.6e} at 1, {chosen:.6e} at T', {last:.6e} at T = {}; --json lists every score)",
             report.steps, report.planned_steps
         );
+    }
+    if let Some(r) = &report.rate_certificate {
+        println!(
+            "rates of heavy ball (Kuru et al. 2020, Sec. 3) at alpha {:.6}, beta {:.6}, mu {}, L {:.6}:",
+            r.step_size, r.momentum, r.strong_convexity, r.smoothness
+        );
+        match (r.certified_rate, r.certified_contraction) {
+            (Some(rho), Some(c)) => println!(
+                "  certified rate {rho:.6} for every mu-strongly convex L-smooth F (Prop. 3.4 LMI; rho^(2T) = {c:.3e} at T = {})",
+                report.steps
+            ),
+            _ => println!(
+                "  certified rate: none below 1 (Prop. 3.4's LMI certifies no rho < 1 for these alpha, beta)"
+            ),
+        }
+        println!(
+            "  quadratic rate {:.6} (worst quadratic of the class; eq. (26) as printed: {:.6})",
+            r.quadratic_rate, r.quadratic_rate_eq26_as_printed
+        );
+        if let (Some(b), Some(rho)) = (r.rate_optimal_momentum, r.rate_optimal_rate) {
+            println!(
+                "  rate-optimal momentum at this alpha: beta {b:.6} (quadratic rate {rho:.6})"
+            );
+        }
     }
     println!(
         "{:>6} {:>5} {:>10} {:>8} {:>12} {:>13} {:>13} {:>10}",

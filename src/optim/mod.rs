@@ -7,6 +7,7 @@
 //! rule can drive several seeds, and `lr` arrives per step from a schedule in [`lr`].
 
 pub mod accelerated;
+pub mod certificate;
 pub mod lr;
 
 use ndarray::{Array1, ArrayView1};
