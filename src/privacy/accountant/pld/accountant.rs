@@ -14,6 +14,7 @@ use rayon::prelude::*;
 
 use super::distribution::{PrivacyLossDistribution, TAIL_MASS_TRUNCATION};
 use super::mechanism::Noise;
+use super::pmf::DiscretePmf;
 use crate::privacy::accountant::checks::{round_down_to_grid, sigma_grid_ln_step};
 use crate::privacy::accountant::{Accountant, AccountantKind, AccountingError, PrivacyReport};
 use crate::privacy::event::{DpEvent, NeighbouringRelation};
@@ -462,20 +463,29 @@ impl PldAccountant {
             return self.pld.compose(&next, tau);
         }
         let mut pld = self.pld.clone();
-        for chunk in plan.mechanisms.chunks(COMPOSE_CHUNK) {
-            // Built in parallel and collected in order: the same bits on any thread count.
-            let built: Vec<(PrivacyLossDistribution, u64)> = chunk
-                .par_iter()
-                .map(|&(m, k)| {
-                    let (noise, q, count) = folded(m, k);
-                    Ok((self.single(noise, q)?, count))
-                })
-                .collect::<Result<_, AccountingError>>()?;
-            let mut parts: Vec<(&PrivacyLossDistribution, u64)> = vec![(&pld, 1)];
-            parts.extend(built.iter().map(|(p, k)| (p, *k)));
-            pld = PrivacyLossDistribution::compose_many(&parts, tau)?;
-        }
-        Ok(pld)
+        let mut compose_chunks = || -> Result<(), AccountingError> {
+            for chunk in plan.mechanisms.chunks(COMPOSE_CHUNK) {
+                // Built in parallel and collected in order: the same bits on any thread count.
+                let built: Vec<(PrivacyLossDistribution, u64)> = chunk
+                    .par_iter()
+                    .map(|&(m, k)| {
+                        let (noise, q, count) = folded(m, k);
+                        Ok((self.single(noise, q)?, count))
+                    })
+                    .collect::<Result<_, AccountingError>>()?;
+                let mut parts: Vec<(&PrivacyLossDistribution, u64)> = vec![(&pld, 1)];
+                parts.extend(built.iter().map(|(p, k)| (p, *k)));
+                let next = PrivacyLossDistribution::compose_many(&parts, tau);
+                drop(parts);
+                // The next chunk's factories reuse these grid buffers (pages already touched).
+                built.into_iter().for_each(|(p, _)| p.recycle());
+                pld = next?;
+            }
+            Ok(())
+        };
+        let done = compose_chunks();
+        DiscretePmf::release_buffers();
+        done.map(|()| pld)
     }
 
     /// The PLD of one run of a mechanism: pessimistic, or rounded down for a lower estimate.

@@ -167,6 +167,14 @@ impl PrivacyLossDistribution {
         Ok(most)
     }
 
+    /// Give the grid buffers to the factories' pool ([`DiscretePmf::recycle`]).
+    pub fn recycle(self) {
+        self.remove.recycle();
+        if let Some(add) = self.add {
+            add.recycle();
+        }
+    }
+
     /// The remove-direction PMF (the only one when symmetric).
     pub fn pmf_remove(&self) -> &DiscretePmf {
         &self.remove
@@ -373,26 +381,30 @@ fn sparse_hockey_stick_curve(
     };
     let centre = (-lower).clamp(0, n as i64 - 1) as usize;
     let at_centre = loss.curve_point(eps(centre));
-    // Upwards from the centre (included).
-    let mut up = vec![(centre, at_centre.delta)];
-    let (mut k, mut gap, mut point) = (centre, 1usize, at_centre);
-    while k < n - 1 {
-        gap = next_gap(gap, point.upper_mass.max(point.lower_mass));
-        k = k.saturating_add(gap).min(n - 1);
-        point = loss.curve_point(eps(k));
-        up.push((k, point.delta));
-    }
-    // Downwards from the centre (excluded).
-    let mut down = Vec::new();
+    // Downwards from the centre (excluded), written straight into the outputs and then reversed
+    // in place; then the centre and upwards.
+    let (mut offsets, mut deltas) = (Vec::new(), Vec::new());
     let (mut k, mut gap, mut point) = (centre, 1usize, at_centre);
     while k > 0 {
         let below = (1.0 - point.upper_mass).max(1.0 - point.lower_mass);
         gap = next_gap(gap, below);
         k = k.saturating_sub(gap);
         point = loss.curve_point(eps(k));
-        down.push((k, point.delta));
+        offsets.push(k);
+        deltas.push(point.delta);
     }
-    let (offsets, deltas) = down.into_iter().rev().chain(up).unzip();
+    offsets.reverse();
+    deltas.reverse();
+    offsets.push(centre);
+    deltas.push(at_centre.delta);
+    let (mut k, mut gap, mut point) = (centre, 1usize, at_centre);
+    while k < n - 1 {
+        gap = next_gap(gap, point.upper_mass.max(point.lower_mass));
+        k = k.saturating_add(gap).min(n - 1);
+        point = loss.curve_point(eps(k));
+        offsets.push(k);
+        deltas.push(point.delta);
+    }
     Ok(SparseCurve {
         lower,
         n,

@@ -441,8 +441,11 @@ impl AdditiveNoiseLoss {
     pub fn loss_range(&self) -> LossRange {
         match self.noise {
             Noise::Gaussian { noise_multiplier } => {
-                let z =
-                    normal_quantile_from_log(LOG_MASS_TRUNCATION_BOUND - std::f64::consts::LN_2);
+                // A constant, found by bisection once per process (each factory asks twice).
+                static Z: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+                let z = *Z.get_or_init(|| {
+                    normal_quantile_from_log(LOG_MASS_TRUNCATION_BOUND - std::f64::consts::LN_2)
+                });
                 let mut lower_x = noise_multiplier * z;
                 let mut upper_x = -lower_x;
                 match self.adjacency {

@@ -15,8 +15,42 @@
 //!
 //! Must not: know mechanisms or events. All maths is f64.
 
+use std::sync::Mutex;
+
 use super::fourier::{compose_many, convolve, self_compose_packed};
 use crate::privacy::accountant::AccountingError;
+
+/// Grid buffers of composed single-step PMFs ([`DiscretePmf::recycle`]), handed to the next
+/// factories ([`zeroed_buffer`]). Memory touched for the first time costs a page fault and the
+/// kernel's zeroing (a quarter of a 200-step schedule's accounting in one profile), and a buffer
+/// freed on another thread than the factory's is not reused by that factory's heap soon; a
+/// shared pool reuses the same pages chunk after chunk. Contents are reset on reuse, so which
+/// buffer a factory gets never changes a result.
+static BUFFERS: Mutex<Vec<Vec<f64>>> = Mutex::new(Vec::new());
+
+/// At most this many buffers holding at most this many points (128 MiB) are kept.
+const POOL_BUFFERS: usize = 256;
+const POOL_POINTS: usize = 1 << 24;
+
+/// A buffer of `n` zeros, from the pool when one is large enough (the smallest such).
+fn zeroed_buffer(n: usize) -> Vec<f64> {
+    let reused = BUFFERS.lock().ok().and_then(|mut pool| {
+        let (i, _) = pool
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.capacity() >= n)
+            .min_by_key(|(_, b)| b.capacity())?;
+        Some(pool.swap_remove(i))
+    });
+    match reused {
+        Some(mut buffer) => {
+            buffer.clear();
+            buffer.resize(n, 0.0);
+            buffer
+        }
+        None => vec![0.0; n],
+    }
+}
 
 /// The largest grid (points) any PMF or FFT buffer may have: 2^25 points (256 MiB of f64,
 /// twice that as complex). Beyond it the caller must use a coarser interval.
@@ -76,7 +110,7 @@ impl DiscretePmf {
         }
         let em1 = interval.exp_m1();
         let eh = interval.exp();
-        let mut probs = vec![0.0; n];
+        let mut probs = zeroed_buffer(n);
         probs[0] = 1.0 - d[0] + (d[1] - d[0]) / em1;
         for i in 1..n - 1 {
             probs[i] = ((d[i + 1] - d[i]) - eh * (d[i] - d[i - 1])) / em1;
@@ -124,7 +158,7 @@ impl DiscretePmf {
                 (g.exp_m1(), (-g).exp_m1())
             }
         };
-        let mut probs = vec![0.0; n];
+        let mut probs = zeroed_buffer(n);
         let mut right = em1(0);
         probs[offsets[0]] = 1.0 - d[0] + (d[1] - d[0]) / right.0;
         for j in 1..m - 1 {
@@ -137,6 +171,24 @@ impl DiscretePmf {
             *p = p.max(0.0);
         }
         Self::from_parts(interval, lower, probs, d[m - 1])
+    }
+
+    /// Give this PMF's grid buffer to the pool the factories draw from (a composition calls it
+    /// on the single-step PMFs it has composed; [`DiscretePmf::release_buffers`] empties the pool).
+    pub fn recycle(self) {
+        if let Ok(mut pool) = BUFFERS.lock() {
+            let held: usize = pool.iter().map(Vec::capacity).sum();
+            if pool.len() < POOL_BUFFERS && held + self.probs.capacity() <= POOL_POINTS {
+                pool.push(self.probs);
+            }
+        }
+    }
+
+    /// Free the buffers kept by [`DiscretePmf::recycle`].
+    pub fn release_buffers() {
+        if let Ok(mut pool) = BUFFERS.lock() {
+            *pool = Vec::new();
+        }
     }
 
     /// The grid step.
@@ -173,9 +225,14 @@ impl DiscretePmf {
             }
             Some(first) => {
                 let last = self.probs.iter().rposition(|&p| p != 0.0).unwrap_or(first);
-                if first > 0 || last + 1 < self.probs.len() {
-                    self.probs = self.probs[first..=last].to_vec();
+                // In place: no second buffer of the grid's size.
+                self.probs.truncate(last + 1);
+                if first > 0 {
+                    self.probs.drain(..first);
                     self.lower += first as i64;
+                }
+                if self.probs.capacity() > 2 * self.probs.len() {
+                    self.probs.shrink_to_fit();
                 }
             }
         }
