@@ -40,6 +40,16 @@ eval_every_steps = 5
     path
 }
 
+/// `dpx account --config CFG [--json]` with `dir` as the data directory.
+fn account_config(dir: &Path, cfg: &Path, json: bool) -> std::process::Output {
+    let mut cmd = assert_cmd::Command::cargo_bin("dpx").unwrap();
+    cmd.args(["account", "--config"]).arg(cfg);
+    if json {
+        cmd.arg("--json");
+    }
+    cmd.env("DPX_DATA_DIR", dir).output().unwrap()
+}
+
 fn build(dir: &Path, cfg: &Path) -> Experiment {
     let spec = dpx::config::load(cfg).unwrap();
     Experiment::build(spec, dir).unwrap()
@@ -289,14 +299,7 @@ fn account_config_prints_the_plan_of_an_accelerated_run() {
         200,
         300,
     );
-    let out = assert_cmd::Command::cargo_bin("dpx")
-        .unwrap()
-        .args(["account", "--config"])
-        .arg(&cfg)
-        .arg("--json")
-        .env("DPX_DATA_DIR", dir.path())
-        .output()
-        .unwrap();
+    let out = account_config(dir.path(), &cfg, true);
     assert!(
         out.status.success(),
         "{}",
@@ -329,13 +332,7 @@ fn account_config_prints_the_plan_of_an_accelerated_run() {
         200,
         10,
     );
-    let out = assert_cmd::Command::cargo_bin("dpx")
-        .unwrap()
-        .args(["account", "--config"])
-        .arg(&bad)
-        .env("DPX_DATA_DIR", dir.path())
-        .output()
-        .unwrap();
+    let out = account_config(dir.path(), &bad, false);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("accelerated.epsilon"));
 }
@@ -348,14 +345,7 @@ fn account_config_prints_heavy_balls_certified_rates() {
     let dir = tempfile::tempdir().unwrap();
     let json = |name: &str, acc: &str| -> serde_json::Value {
         let cfg = config(dir.path(), name, acc, 2000, 50);
-        let out = assert_cmd::Command::cargo_bin("dpx")
-            .unwrap()
-            .args(["account", "--config"])
-            .arg(&cfg)
-            .arg("--json")
-            .env("DPX_DATA_DIR", dir.path())
-            .output()
-            .unwrap();
+        let out = account_config(dir.path(), &cfg, true);
         assert!(
             out.status.success(),
             "{}",
