@@ -52,6 +52,16 @@ fn betas(alpha: f64) -> Vec<(&'static str, f64)> {
     ]
 }
 
+/// Prop. 3.4's LMI for step size `a` and momentum `b` on Figure 1's quadratic.
+fn problem(a: f64, b: f64) -> LmiProblem {
+    LmiProblem {
+        alpha: a,
+        beta: b,
+        mu: MU,
+        l: L,
+    }
+}
+
 fn main() -> std::io::Result<()> {
     let out = PathBuf::from(
         std::env::args()
@@ -71,14 +81,7 @@ fn main() -> std::io::Result<()> {
             let b = k as f64 / 100.0;
             let hb = cert::quadratic_rate(a, b, MU, L, Polynomial::HeavyBall);
             let p26 = cert::quadratic_rate(a, b, MU, L, Polynomial::Eq26AsPrinted);
-            let lmi = LmiProblem {
-                alpha: a,
-                beta: b,
-                mu: MU,
-                l: L,
-            }
-            .certified_rate(TOL)
-            .map(|c| c.rho);
+            let lmi = problem(a, b).certified_rate(TOL).map(|c| c.rho);
             if let Some(r) = lmi {
                 lmi_dominates &= r >= hb - TOL;
                 if r < best.4 {
@@ -108,13 +111,7 @@ fn main() -> std::io::Result<()> {
         for (name, b) in betas(a) {
             let hb = cert::quadratic_rate(a, b, MU, L, Polynomial::HeavyBall);
             let p26 = cert::quadratic_rate(a, b, MU, L, Polynomial::Eq26AsPrinted);
-            let lmi = LmiProblem {
-                alpha: a,
-                beta: b,
-                mu: MU,
-                l: L,
-            }
-            .certified_rate(TOL);
+            let lmi = problem(a, b).certified_rate(TOL);
             let lmi = lmi.map_or("none < 1".into(), |c| format!("{:.4}", c.rho));
             writeln!(md, "| {a} | {b:.4} | {name} | {hb:.4} | {p26:.4} | {lmi} |").unwrap();
         }
@@ -165,12 +162,7 @@ fn main() -> std::io::Result<()> {
                 let rho26 = cert::quadratic_rate(a, b, MU, L, Polynomial::Eq26AsPrinted);
                 // Eq. (23) with the max-margin certificate at ρ' = ρ + (1 − ρ)/10 (a valid bound,
                 // not optimised over ρ, P and c).
-                let pb = LmiProblem {
-                    alpha: a,
-                    beta: b,
-                    mu: MU,
-                    l: L,
-                };
+                let pb = problem(a, b);
                 let lmi: Option<Certificate> = pb
                     .certified_rate(TOL)
                     .and_then(|c| pb.central_certificate_at(c.rho + 0.1 * (1.0 - c.rho)));
