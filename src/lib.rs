@@ -15,6 +15,7 @@ pub mod audit;
 pub mod cli;
 pub mod config;
 pub mod data;
+pub mod eigen;
 pub mod grad;
 pub mod model;
 pub mod optim;

@@ -212,42 +212,13 @@ impl Certificate {
     }
 }
 
-/// The smallest eigenvalue of a symmetric matrix (cyclic Jacobi).
-// The small dense kernels below read best with explicit indices.
-#[allow(clippy::needless_range_loop)]
-pub fn min_eigenvalue<const N: usize>(mut a: [[f64; N]; N]) -> f64 {
-    for _sweep in 0..50 {
-        let off: f64 = (0..N)
-            .flat_map(|i| (0..N).filter(move |&j| j != i).map(move |j| (i, j)))
-            .map(|(i, j)| a[i][j] * a[i][j])
-            .sum();
-        if off < 1e-30 {
-            break;
-        }
-        for p in 0..N {
-            for q in p + 1..N {
-                if a[p][q].abs() < 1e-300 {
-                    continue;
-                }
-                let theta = (a[q][q] - a[p][p]) / (2.0 * a[p][q]);
-                let t = theta.signum() / (theta.abs() + (theta * theta + 1.0).sqrt());
-                let t = if theta == 0.0 { 1.0 } else { t };
-                let c = 1.0 / (t * t + 1.0).sqrt();
-                let s = t * c;
-                for k in 0..N {
-                    let (akp, akq) = (a[k][p], a[k][q]);
-                    a[k][p] = c * akp - s * akq;
-                    a[k][q] = s * akp + c * akq;
-                }
-                for k in 0..N {
-                    let (apk, aqk) = (a[p][k], a[q][k]);
-                    a[p][k] = c * apk - s * aqk;
-                    a[q][k] = s * apk + c * aqk;
-                }
-            }
-        }
-    }
-    (0..N).map(|i| a[i][i]).fold(f64::INFINITY, f64::min)
+/// The smallest eigenvalue of a symmetric matrix ([`crate::eigen::symmetric_eigenvalues`]).
+pub fn min_eigenvalue<const N: usize>(a: [[f64; N]; N]) -> f64 {
+    let eigenvalues =
+        crate::eigen::symmetric_eigenvalues(ndarray::Array2::from_shape_fn((N, N), |(i, j)| {
+            a[i][j]
+        }));
+    eigenvalues.first().copied().unwrap_or(f64::INFINITY)
 }
 
 /// Cholesky factor of a symmetric positive-definite matrix, `None` if not positive definite.
