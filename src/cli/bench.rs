@@ -34,12 +34,12 @@ use crate::grad::PerSampleGradients;
 use crate::model::{LayerSpec, Model, ModelSpec, with_threads};
 use crate::privacy::bandmf::{self, Correlated, CorrelatedNoise};
 use crate::privacy::clip::flat::{flat_clip_weights, privatize_flat};
-use crate::privacy::mechanism::add_gaussian_noise;
+use crate::privacy::mechanism::{GaussianSource, add_gaussian_noise};
 
 /// Arguments of `dpx bench`.
 #[derive(Debug, clap::Args)]
 pub struct BenchArgs {
-    /// Workload to run (repeatable): logreg_mnist, mlp_mnist, cnn_mnist, cnn_cifar10. Default: all.
+    /// Workload to run (repeatable): logreg_mnist, mlp_mnist, cnn_mnist, cnn_cifar10, cnn_cifar10_gn_ws, cnn_cifar10_augmult4, cnn_cifar10_bandmf8. Default: all.
     #[arg(long = "workload", value_name = "NAME")]
     pub workloads: Vec<String>,
     /// Timed steps per (workload, mode, threads), after 3 warm-up steps. Default: at least 20
@@ -286,6 +286,30 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// A workload's DP noise: the seeded generator's draws, turned into BandMF's correlated noise when
+/// the workload has more than one band (as `train::run` does with [`Correlated`]).
+struct BenchNoise {
+    rng: rand_chacha::ChaCha12Rng,
+    correlated: Option<CorrelatedNoise>,
+}
+
+impl GaussianSource for BenchNoise {
+    fn standard_normal(&mut self) -> f64 {
+        self.rng.standard_normal()
+    }
+
+    fn add_scaled_normals(&mut self, out: &mut [f64], scale: f64) {
+        match &mut self.correlated {
+            Some(noise) => Correlated {
+                inner: &mut self.rng,
+                noise,
+            }
+            .add_scaled_normals(out, scale),
+            None => self.rng.add_scaled_normals(out, scale),
+        }
+    }
+}
+
 /// Time `model`'s step on `batch` examples of `views` views each (rows = batch · views).
 fn measure(
     name: &str,
@@ -305,30 +329,23 @@ fn measure(
         .flat_map(|_| std::iter::repeat_n(rng.random_range(0..model.num_classes()), views))
         .collect();
     let mut params = model.init_params(0);
-    let mut noise_rng = rand_chacha::ChaCha12Rng::seed_from_u64(1);
     // BandMF: the strategy for a run of BANDMF_STRATEGY_STEPS (the step's cost does not depend on
     // the run's length, only on the bands), and its noise state.
-    let mut correlated = match bands {
-        1 => None,
-        b => Some(CorrelatedNoise::new(
-            &bandmf::optimize(BANDMF_STRATEGY_STEPS, b, bandmf::Workload::PrefixSum)
-                .context("optimising the BandMF strategy of a workload")?
-                .strategy,
-        )),
+    let mut noise = BenchNoise {
+        rng: rand_chacha::ChaCha12Rng::seed_from_u64(1),
+        correlated: match bands {
+            1 => None,
+            b => Some(CorrelatedNoise::new(
+                &bandmf::optimize(BANDMF_STRATEGY_STEPS, b, bandmf::Workload::PrefixSum)
+                    .context("optimising the BandMF strategy of a workload")?
+                    .strategy,
+            )),
+        },
     };
     let mut step = |params: &mut Array1<f32>| -> anyhow::Result<()> {
         let sum = if dp {
             let grads = model.per_sample_views(params.view(), x.view(), &labels, views)?;
-            match correlated.as_mut() {
-                Some(noise) => {
-                    let mut source = Correlated {
-                        inner: &mut noise_rng,
-                        noise,
-                    };
-                    privatize_flat(&grads, CLIP_NORM, NOISE_MULTIPLIER, &mut source)?.sum
-                }
-                None => privatize_flat(&grads, CLIP_NORM, NOISE_MULTIPLIER, &mut noise_rng)?.sum,
-            }
+            privatize_flat(&grads, CLIP_NORM, NOISE_MULTIPLIER, &mut noise)?.sum
         } else {
             let g = model.loss_and_gradient(params.view(), x.view(), &labels)?.1;
             g / views as f64
@@ -365,18 +382,7 @@ fn measure(
             let t2 = Instant::now();
             let mut sum = grads.weighted_sum(&weights);
             let t3 = Instant::now();
-            match correlated.as_mut() {
-                Some(noise) => {
-                    let mut source = Correlated {
-                        inner: &mut noise_rng,
-                        noise,
-                    };
-                    add_gaussian_noise(sum.view_mut(), NOISE_MULTIPLIER, CLIP_NORM, &mut source)?
-                }
-                None => {
-                    add_gaussian_noise(sum.view_mut(), NOISE_MULTIPLIER, CLIP_NORM, &mut noise_rng)?
-                }
-            };
+            add_gaussian_noise(sum.view_mut(), NOISE_MULTIPLIER, CLIP_NORM, &mut noise)?;
             let t4 = Instant::now();
             let scale = LEARNING_RATE / batch as f64;
             params.zip_mut_with(&sum, |p, &g| *p -= (scale * g) as f32);
