@@ -54,6 +54,8 @@ learning_rate = 0.3
 optimizer = "momentum"
 momentum = 0.5
 eval_every_steps = 70
+# A diagnostic kept across windows: its sums must survive a resume too.
+eval_gradient_error = true
 
 [clip]
 policy = "quantile"

@@ -373,3 +373,51 @@ fn tuning_runs_charge_the_composition_of_the_grid() {
         .code(2)
         .stderr(predicate::str::contains("--tuning-runs"));
 }
+
+#[test]
+fn the_gradient_error_diagnostic_measures_clipping_and_noise_without_changing_training() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, clip, extra, _) in POLICIES {
+        let off = train(&config(dir.path(), clip, extra), dir.path()).1;
+        let on_extra = format!("eval_gradient_error = true\n{extra}");
+        let on = train(&config(dir.path(), clip, &on_extra), dir.path()).1;
+        // A diagnostic: every other column is the same to the bit.
+        assert_eq!(off.rows.len(), on.rows.len(), "{name}");
+        for (a, b) in off.rows.iter().zip(&on.rows) {
+            let mut b = b.clone();
+            assert!(
+                b.gradient_error_nonprivate.is_some(),
+                "{name}: column present"
+            );
+            b.gradient_error_nonprivate = None;
+            assert_eq!(*a, b, "{name}: training changed");
+        }
+        assert_eq!(on.rows[0].gradient_error_nonprivate, Some(None), "{name}");
+        for row in &on.rows[1..] {
+            let e = row.gradient_error_nonprivate.flatten().unwrap();
+            assert!(e.is_finite() && e > 0.0, "{name}: {e}");
+        }
+        let mean = on.summary.mean_gradient_error_nonprivate.flatten().unwrap();
+        assert!(mean > 0.0, "{name}");
+        assert_eq!(off.summary.mean_gradient_error_nonprivate, None);
+    }
+
+    // Nothing clipped (C far above every norm): the error is the noise alone, whose norm is
+    // σ·C·√P over B in expectation (to O(1/P)): mlp 10 → 16 → 3 has P = 227.
+    let clip = "clip_norm = 1000.0";
+    let extra = "learning_rate = 1e-6\neval_gradient_error = true";
+    let (exp, res) = train(&config(dir.path(), clip, extra), dir.path());
+    let sigma = res.summary.noise_multiplier.unwrap();
+    let p = exp.model.num_params() as f64;
+    assert_eq!(p, 227.0);
+    let expected = sigma * 1000.0 * (p - 0.5).sqrt() / 100.0;
+    let mean = res
+        .summary
+        .mean_gradient_error_nonprivate
+        .flatten()
+        .unwrap();
+    assert!(
+        (mean / expected - 1.0).abs() < 0.02,
+        "noise-only error {mean} vs σC√P/B = {expected}"
+    );
+}

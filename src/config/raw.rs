@@ -303,6 +303,8 @@ pub struct RawTrain {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub eval_train_set: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub eval_gradient_error: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub ema_decay: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub augmentation: Option<RawAugmentation>,
@@ -728,6 +730,7 @@ impl RawConfig {
                     stability_constant: Some(1e-8),
                 }),
                 eval_train_set: Some(false),
+                eval_gradient_error: Some(true),
                 ema_decay: Some(0.999),
                 augmentation: Some(RawAugmentation {
                     multiplicity: Some(4),

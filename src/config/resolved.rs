@@ -433,6 +433,7 @@ impl ExperimentSpec {
             }),
             lr_schedule: Some(raw_lr_schedule(&t.lr_schedule)),
             eval_train_set: Some(t.eval_train_set),
+            eval_gradient_error: t.eval_gradient_error.then_some(true),
             ema_decay: t.ema_decay,
             augmentation: t.augmentation.map(|a| RawAugmentation {
                 multiplicity: Some(int(a.multiplicity)),

@@ -250,14 +250,22 @@ fn seed_order(config: &Path) -> Vec<u64> {
 /// and its `steps` is the step of the last metrics row. The error names the file at fault.
 pub fn check_seed_files(metrics: &Path, summary: &Path, seed: u64) -> Result<(), LayoutError> {
     use crate::train::metrics::{
-        METRICS_COLUMNS, METRICS_EMA_COLUMNS, METRICS_EXTRA_COLUMNS, SUMMARY_COLUMNS,
-        SUMMARY_EMA_COLUMNS, SUMMARY_EXTRA_COLUMNS,
+        METRICS_COLUMNS, METRICS_DIAGNOSTIC_COLUMNS, METRICS_EMA_COLUMNS, METRICS_EXTRA_COLUMNS,
+        SUMMARY_COLUMNS, SUMMARY_DIAGNOSTIC_COLUMNS, SUMMARY_EMA_COLUMNS, SUMMARY_EXTRA_COLUMNS,
     };
-    let optional = |a: &[&'static str], b: &[&'static str]| -> Vec<&'static str> {
-        a.iter().chain(b).copied().collect()
+    let optional = |lists: &[&[&'static str]]| -> Vec<&'static str> {
+        lists.iter().flat_map(|l| l.iter().copied()).collect()
     };
-    let summary_extra = optional(SUMMARY_EXTRA_COLUMNS, SUMMARY_EMA_COLUMNS);
-    let metrics_extra = optional(METRICS_EXTRA_COLUMNS, METRICS_EMA_COLUMNS);
+    let summary_extra = optional(&[
+        SUMMARY_EXTRA_COLUMNS,
+        SUMMARY_EMA_COLUMNS,
+        SUMMARY_DIAGNOSTIC_COLUMNS,
+    ]);
+    let metrics_extra = optional(&[
+        METRICS_EXTRA_COLUMNS,
+        METRICS_EMA_COLUMNS,
+        METRICS_DIAGNOSTIC_COLUMNS,
+    ]);
     let (sh, srows) = parse_whole(summary, SUMMARY_COLUMNS, &summary_extra, seed)?;
     let bad = |path: &Path, message: String| LayoutError::Csv {
         path: path.to_path_buf(),

@@ -548,6 +548,7 @@ pub fn train_seed_checkpointed(
                 ema_test_loss: None,
                 ema_test_accuracy: None,
                 ema_validation_accuracy: None,
+                gradient_error_nonprivate: None,
                 objective: Some(objective),
                 excess_risk: Some(objective - acc.optimum_objective),
                 laplace_scale: p.map(|_| plan.laplace_scale_at(last)),
@@ -741,6 +742,7 @@ pub fn train_seed_checkpointed(
         epsilon_rdp: plan.rdp_epsilon_of(&ledger).ok(),
         rdp_delta: Some(plan.rdp_delta),
         final_ema_test_accuracy: None,
+        mean_gradient_error_nonprivate: None,
     };
     Ok(SeedEnd::Finished(Box::new(SeedResult {
         rows: out_rows,

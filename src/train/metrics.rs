@@ -48,6 +48,9 @@ pub const METRICS_EMA_COLUMNS: &[&str] = &[
     "ema_validation_accuracy",
 ];
 
+/// The column a run with `train.eval_gradient_error` adds at the very end of `metrics.csv`.
+pub const METRICS_DIAGNOSTIC_COLUMNS: &[&str] = &["gradient_error_nonprivate"];
+
 /// The columns of every `summary.csv`, in order (a test checks them against [`SummaryRow`]).
 pub const SUMMARY_COLUMNS: &[&str] = &[
     "seed",
@@ -81,6 +84,9 @@ pub const SUMMARY_EXTRA_COLUMNS: &[&str] = &[
 
 /// The column a run with `train.ema_decay` adds at the end of `summary.csv`.
 pub const SUMMARY_EMA_COLUMNS: &[&str] = &["final_ema_test_accuracy"];
+
+/// The column a run with `train.eval_gradient_error` adds at the very end of `summary.csv`.
+pub const SUMMARY_DIAGNOSTIC_COLUMNS: &[&str] = &["mean_gradient_error_nonprivate"];
 
 /// One evaluation of one seed.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -156,6 +162,13 @@ pub struct MetricsRow {
     pub ema_test_accuracy: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ema_validation_accuracy: Option<f64>,
+    /// With `train.eval_gradient_error` only (absent otherwise; empty before the first step):
+    /// the mean over the steps since the previous evaluation of ‖Σ_{i∈B_t} g_i − s̃_t‖₂ / B, the
+    /// distance between the raw batch gradient and the released one (clipping bias plus noise;
+    /// B the expected batch size, s̃_t the policy's noisy sum). NOT differentially private: a
+    /// diagnostic (AdaCliP's Fig. 3 plots its mean against ε).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gradient_error_nonprivate: Option<Option<f64>>,
 }
 
 /// How a seed ended.
@@ -212,6 +225,10 @@ pub struct SummaryRow {
     /// With `train.ema_decay` only: the last row's `ema_test_accuracy`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub final_ema_test_accuracy: Option<f64>,
+    /// With `train.eval_gradient_error` only: `gradient_error_nonprivate` averaged over every
+    /// step of the seed (not private: a diagnostic).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mean_gradient_error_nonprivate: Option<Option<f64>>,
 }
 
 #[cfg(test)]
@@ -263,6 +280,7 @@ mod tests {
             ema_test_loss: None,
             ema_test_accuracy: None,
             ema_validation_accuracy: None,
+            gradient_error_nonprivate: None,
         };
         assert_eq!(header(&m), METRICS_COLUMNS);
         (m.objective, m.excess_risk, m.laplace_scale) = (Some(0.0), Some(0.0), Some(0.0));
@@ -284,6 +302,13 @@ mod tests {
             .chain(METRICS_EXTRA_COLUMNS)
             .chain(METRICS_EMA_COLUMNS)
             .copied()
+            .collect();
+        assert_eq!(header(&m), all);
+        // Present but empty (before the first step) still writes the column.
+        m.gradient_error_nonprivate = Some(None);
+        let all: Vec<&str> = all
+            .into_iter()
+            .chain(METRICS_DIAGNOSTIC_COLUMNS.iter().copied())
             .collect();
         assert_eq!(header(&m), all);
         let mut s = SummaryRow {
@@ -311,6 +336,7 @@ mod tests {
             epsilon_rdp: None,
             rdp_delta: None,
             final_ema_test_accuracy: None,
+            mean_gradient_error_nonprivate: None,
         };
         assert_eq!(header(&s), SUMMARY_COLUMNS);
         (s.final_excess_risk, s.optimum_objective, s.smoothness) =
@@ -328,6 +354,12 @@ mod tests {
             .chain(SUMMARY_EXTRA_COLUMNS)
             .chain(SUMMARY_EMA_COLUMNS)
             .copied()
+            .collect();
+        assert_eq!(header(&s), all);
+        s.mean_gradient_error_nonprivate = Some(Some(0.5));
+        let all: Vec<&str> = all
+            .into_iter()
+            .chain(SUMMARY_DIAGNOSTIC_COLUMNS.iter().copied())
             .collect();
         assert_eq!(header(&s), all);
     }

@@ -335,6 +335,10 @@ impl<'a> DpSgdSeed<'a> {
             private_steps: w.private_steps,
             clipped: usize::try_from(w.clipped).map_err(|e| refuse(e.to_string()))?,
             examples: usize::try_from(w.examples).map_err(|e| refuse(e.to_string()))?,
+            gradient_error_sum: w.gradient_error_sum,
+            gradient_error_steps: w.gradient_error_steps,
+            gradient_error_total: w.gradient_error_total,
+            gradient_error_total_steps: w.gradient_error_total_steps,
         };
         run.loss_sum = state.loss_sum;
         run.loss_count = usize::try_from(state.loss_count).map_err(|e| refuse(e.to_string()))?;
@@ -369,6 +373,10 @@ impl<'a> DpSgdSeed<'a> {
                 private_steps: w.private_steps,
                 clipped: w.clipped as u64,
                 examples: w.examples as u64,
+                gradient_error_sum: w.gradient_error_sum,
+                gradient_error_steps: w.gradient_error_steps,
+                gradient_error_total: w.gradient_error_total,
+                gradient_error_total_steps: w.gradient_error_total_steps,
             },
             loss_sum: self.loss_sum,
             loss_count: self.loss_count as u64,
@@ -472,6 +480,13 @@ impl<'a> DpSgdSeed<'a> {
             }
             _ => None,
         };
+        // `train.eval_gradient_error`: the raw batch sum Σ_i g_i, to compare with the release.
+        let raw_sum = self
+            .exp
+            .spec
+            .train
+            .eval_gradient_error
+            .then(|| grads.weighted_sum(&Array1::ones(grads.batch_size())));
         // The clipping policy: clip, sum, noise, any statistic it releases, and its state's
         // update for the next step. A non-private run passes σ = 0 (no noise) and records
         // NonPrivate.
@@ -501,6 +516,15 @@ impl<'a> DpSgdSeed<'a> {
             Err(e) => return Err(self.step_err(t, e.to_string())),
         };
         self.window.record(&step);
+        if let Some(raw) = raw_sum {
+            let sq: f64 = raw
+                .iter()
+                .zip(step.release.sum.iter())
+                .map(|(a, b)| (a - b) * (a - b))
+                .sum();
+            self.window
+                .record_gradient_error(sq.sqrt() / plan.expected_batch_size);
+        }
         let releases = match sigma {
             Some(_) => step.release.events,
             None => vec![DpEvent::NonPrivate],
@@ -641,6 +665,10 @@ impl<'a> DpSgdSeed<'a> {
             ema_test_loss: ema_test.map(|t| t.0),
             ema_test_accuracy: ema_test.map(|t| t.1),
             ema_validation_accuracy,
+            gradient_error_nonprivate: exp.spec.train.eval_gradient_error.then(|| {
+                (window.gradient_error_steps > 0)
+                    .then(|| window.gradient_error_sum / window.gradient_error_steps as f64)
+            }),
         })
     }
 
@@ -688,6 +716,11 @@ impl<'a> DpSgdSeed<'a> {
             epsilon_rdp: None,
             rdp_delta: None,
             final_ema_test_accuracy: last.ema_test_accuracy,
+            mean_gradient_error_nonprivate: self.exp.spec.train.eval_gradient_error.then(|| {
+                let w = &self.window;
+                (w.gradient_error_total_steps > 0)
+                    .then(|| w.gradient_error_total / w.gradient_error_total_steps as f64)
+            }),
         };
         Ok(SeedResult {
             rows,
@@ -711,6 +744,12 @@ struct ClipWindow {
     /// Examples clipped and examples seen (the non-private diagnostic).
     clipped: usize,
     examples: usize,
+    /// `train.eval_gradient_error` (non-private): Σ and count of ‖Σ g_i − s̃_t‖/B in this
+    /// window, and over every step of the seed (kept across windows).
+    gradient_error_sum: f64,
+    gradient_error_steps: u64,
+    gradient_error_total: f64,
+    gradient_error_total_steps: u64,
 }
 
 impl ClipWindow {
@@ -726,10 +765,19 @@ impl ClipWindow {
         }
     }
 
-    /// Start a new window; the last step's C and noise stay for the next row.
+    fn record_gradient_error(&mut self, e: f64) {
+        self.gradient_error_sum += e;
+        self.gradient_error_steps += 1;
+        self.gradient_error_total += e;
+        self.gradient_error_total_steps += 1;
+    }
+
+    /// Start a new window; the last step's C and noise, and the seed's totals, stay.
     fn reset(&mut self) {
         *self = ClipWindow {
             last: self.last,
+            gradient_error_total: self.gradient_error_total,
+            gradient_error_total_steps: self.gradient_error_total_steps,
             ..ClipWindow::default()
         };
     }

@@ -326,6 +326,11 @@ pub fn validate(raw: &RawConfig, source: &Path) -> Result<ExperimentSpec, Config
         v.absent("train.ema_decay", &raw.train.ema_decay, || {
             "not used by [accelerated] runs (they average their iterates as the paper says)".into()
         })?;
+        v.absent(
+            "train.eval_gradient_error",
+            &raw.train.eval_gradient_error,
+            || "not used by [accelerated] runs (their metrics have excess_risk)".into(),
+        )?;
         v.absent("train.augmentation", &raw.train.augmentation, || {
             "not used by [accelerated] runs (their data are feature vectors, not images)".into()
         })?;

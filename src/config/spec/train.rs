@@ -17,6 +17,9 @@ pub struct TrainSpec {
     pub threads: Threads,
     /// `train.eval_train_set`: also evaluate on the whole training set at every evaluation.
     pub eval_train_set: bool,
+    /// `train.eval_gradient_error`: record ‖Σ_i g_i − s̃_t‖/B, the distance between the raw
+    /// batch gradient and the released one (a non-private diagnostic).
+    pub eval_gradient_error: bool,
     /// `train.ema_decay`: keep an exponential moving average of the parameters with this decay
     /// (in (0, 1)), evaluated beside them. Post-processing: free in privacy.
     pub ema_decay: Option<f64>,
@@ -365,6 +368,7 @@ impl Checker<'_> {
             eval_every,
             threads,
             eval_train_set: t.eval_train_set.unwrap_or(false),
+            eval_gradient_error: t.eval_gradient_error.unwrap_or(false),
             ema_decay: t
                 .ema_decay
                 .map(|d| {

@@ -164,6 +164,13 @@ impl Writer {
         self.opt_f64(r.ema_test_loss);
         self.opt_f64(r.ema_test_accuracy);
         self.opt_f64(r.ema_validation_accuracy);
+        match r.gradient_error_nonprivate {
+            None => self.u8(0),
+            Some(e) => {
+                self.u8(1);
+                self.opt_f64(e);
+            }
+        }
     }
 }
 
@@ -387,6 +394,11 @@ impl<'a> Reader<'a> {
             ema_test_loss: self.opt_f64(w)?,
             ema_test_accuracy: self.opt_f64(w)?,
             ema_validation_accuracy: self.opt_f64(w)?,
+            gradient_error_nonprivate: match self.u8(w)? {
+                0 => None,
+                1 => Some(self.opt_f64(w)?),
+                _ => return Err(self.damaged("metrics row: gradient_error_nonprivate")),
+            },
         })
     }
 }

@@ -44,7 +44,7 @@ use crate::privacy::clip::dcsgd::DcsgdState;
 use crate::privacy::event::EventLedger;
 
 /// The format version this build writes and reads.
-pub const FORMAT_VERSION: u32 = 3;
+pub const FORMAT_VERSION: u32 = 4;
 
 const MAGIC: &[u8; 8] = b"DPXCKPT\0";
 
@@ -87,6 +87,12 @@ pub struct WindowState {
     pub private_steps: u64,
     pub clipped: u64,
     pub examples: u64,
+    /// `train.eval_gradient_error`: the sum and count of ‖Σ g_i − s̃_t‖/B over the window, and
+    /// over every step so far (zero otherwise).
+    pub gradient_error_sum: f64,
+    pub gradient_error_steps: u64,
+    pub gradient_error_total: f64,
+    pub gradient_error_total_steps: u64,
 }
 
 /// The iterates of an `[accelerated]` seed (`optim::accelerated::AcceleratedState`).
@@ -274,6 +280,10 @@ pub fn encode(state: &SeedState, resolved_config: &str, seed: u64) -> Vec<u8> {
     w.u64(win.private_steps);
     w.u64(win.clipped);
     w.u64(win.examples);
+    w.f64(win.gradient_error_sum);
+    w.u64(win.gradient_error_steps);
+    w.f64(win.gradient_error_total);
+    w.u64(win.gradient_error_total_steps);
     w.f64(state.loss_sum);
     w.u64(state.loss_count);
     match &state.iterates {
@@ -425,6 +435,10 @@ pub fn decode(
         private_steps: r.u64("window")?,
         clipped: r.u64("window")?,
         examples: r.u64("window")?,
+        gradient_error_sum: r.f64("window")?,
+        gradient_error_steps: r.u64("window")?,
+        gradient_error_total: r.f64("window")?,
+        gradient_error_total_steps: r.u64("window")?,
     };
     let loss_sum = r.f64("training loss")?;
     let loss_count = r.u64("training loss")?;
