@@ -387,10 +387,11 @@ pub fn retrained_influence(
         refuse: &refuse,
         plan,
     };
-    // losses[k][repeat][point]: the mean of the antithetic pair.
-    let mut losses = vec![vec![vec![0.0; points]; repeats]; at.len()];
+    // losses[repeat][k][point]: the mean of the antithetic pair.
+    let mut losses = Vec::with_capacity(repeats);
     let base_seed = stream_seed(seed, STREAM_RETRAIN);
     for rep in 0..repeats {
+        let mut mine = vec![vec![0.0; points]; at.len()];
         let repeat_seed = stream_seed(base_seed, rep as u64);
         let mut s = State {
             params: model.init_params(stream_seed(repeat_seed, STREAM_INIT)),
@@ -403,15 +404,23 @@ pub fn retrained_influence(
                 for (pi, &sig) in sigmas.iter().enumerate() {
                     let plus = r.branch(s.clone(), repeat_seed, t, sig, 1.0)?;
                     let minus = r.branch(s.clone(), repeat_seed, t, sig, -1.0)?;
-                    losses[next][rep][pi] = 0.5 * (plus + minus);
+                    mine[next][pi] = 0.5 * (plus + minus);
                 }
                 next += 1;
             }
             r.step(&mut s, repeat_seed, t, sigma, 1.0, true)?;
         }
+        losses.push(mine);
     }
-    let (estimates, relative_se): (Vec<f64>, Vec<f64>) =
-        losses.iter().map(|l| fit_quadratic(&sigmas, l)).unzip();
+    let (estimates, relative_se): (Vec<f64>, Vec<f64>) = (0..at.len())
+        .map(|k| {
+            let at_k: Vec<Vec<f64>> = losses
+                .iter()
+                .map(|l: &Vec<Vec<f64>>| l[k].clone())
+                .collect();
+            fit_quadratic(&sigmas, &at_k)
+        })
+        .unzip();
     let Some(smallest) = estimates
         .iter()
         .copied()
