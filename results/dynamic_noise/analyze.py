@@ -11,6 +11,9 @@ restate the setting (batch = N, optimizer). Within a setting the methods are:
   infl_mom      noise.schedule influence_momentum, best (γ, T)
   dyn           noise.schedule influence_quadratic (the paper's dyn on the squared loss), best T
   exp_fit       noise.schedule influence_quadratic_exp (the paper's exp: fitted to dyn), best T
+  dyn_rt        noise.schedule influence_retrained (the paper's dyn on q_t estimated by
+                retraining, its §3), best T
+  exp_rt        noise.schedule influence_retrained_exp (the exponential fitted to dyn_rt), best T
 
 As in the paper, T (and k, γ) are chosen by the final training loss. To keep that choice from
 flattering the method with more knobs, the choice is made on the even seeds and the comparison
@@ -36,7 +39,7 @@ import sys
 from collections import defaultdict
 
 METHOD_KEYS = {"train.steps", "noise.decay", "noise.gamma", "noise.schedule"}
-METHODS = ("uniform", "exp", "infl_mom", "dyn", "exp_fit")
+METHODS = ("uniform", "exp", "infl_mom", "dyn", "exp_fit", "dyn_rt", "exp_rt")
 IGNORED_KEYS = {"train.expected_batch_size", "train.optimizer", "train.momentum"}
 
 
@@ -62,6 +65,10 @@ def method_of(kv):
         return ("dyn", "")
     if schedule == "influence_quadratic_exp":
         return ("exp_fit", "")
+    if schedule == "influence_retrained":
+        return ("dyn_rt", "")
+    if schedule == "influence_retrained_exp":
+        return ("exp_rt", "")
     if schedule == "constant":
         return ("uniform", "")
     if "noise.gamma" in kv:

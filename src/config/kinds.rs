@@ -440,6 +440,11 @@ pub enum NoiseScheduleKind {
     InfluenceQuadratic,
     /// The exponential decay least-squares fitted to `influence_quadratic` (the paper's `exp`).
     InfluenceQuadraticExp,
+    /// Lemma 4.1 on the influence q_t estimated by retraining on the training data (the
+    /// dynamic-noise paper's `dyn` for the logistic loss and the DNN, its §3).
+    InfluenceRetrained,
+    /// The exponential decay least-squares fitted to `influence_retrained` (the paper's `exp`).
+    InfluenceRetrainedExp,
     /// Per-step noise multipliers from a file or a list.
     File,
 }
@@ -459,6 +464,8 @@ impl NoiseScheduleKind {
             NoiseScheduleKind::InfluenceMomentum => "influence_momentum",
             NoiseScheduleKind::InfluenceQuadratic => "influence_quadratic",
             NoiseScheduleKind::InfluenceQuadraticExp => "influence_quadratic_exp",
+            NoiseScheduleKind::InfluenceRetrained => "influence_retrained",
+            NoiseScheduleKind::InfluenceRetrainedExp => "influence_retrained_exp",
             NoiseScheduleKind::File => "file",
         }
     }

@@ -503,6 +503,18 @@ pub struct RawNoise {
     pub values: Option<Vec<f64>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub round_digits: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retrain_sigma_min: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retrain_sigma_max: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retrain_points: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retrain_repeats: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retrain_steps: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retrain_seed: Option<i64>,
 }
 
 /// `[privacy]`.
@@ -793,6 +805,12 @@ impl RawConfig {
                 path: Some("sigmas.csv".into()),
                 values: Some(vec![1.0, 0.9]),
                 round_digits: Some(3),
+                retrain_sigma_min: Some(20.0),
+                retrain_sigma_max: Some(200.0),
+                retrain_points: Some(5),
+                retrain_repeats: Some(4),
+                retrain_steps: Some(10),
+                retrain_seed: Some(0),
             },
             privacy: RawPrivacy {
                 enabled: Some(true),

@@ -95,6 +95,15 @@ impl ExperimentSpec {
                             raw.beta = Some(*beta);
                         }
                         NoiseSchedule::InfluenceQuadratic { .. } => {}
+                        NoiseSchedule::InfluenceRetrained { estimate: e, .. } => {
+                            raw.retrain_sigma_min = Some(e.sigma_min);
+                            raw.retrain_sigma_max = Some(e.sigma_max);
+                            raw.retrain_points = Some(e.points as i64);
+                            raw.retrain_repeats = Some(e.repeats as i64);
+                            raw.retrain_steps =
+                                Some(e.steps.map_or(0, |s| i64::try_from(s).unwrap_or(i64::MAX)));
+                            raw.retrain_seed = Some(i64::try_from(e.seed).unwrap_or(i64::MAX));
+                        }
                         NoiseSchedule::File { path, values } => match path {
                             Some(path) => raw.path = Some(path_string(path)),
                             None => raw.values = Some(values.to_vec()),

@@ -1,5 +1,6 @@
 //! The noise influence of a run estimated from its training data (room: `train`, which owns the
-//! data): the Hessian of the squared loss of a linear model and its eigenvalues, turned into the
+//! data): [`Influence`], what the plan takes from either estimate, and the analytic one here — the
+//! Hessian of the squared loss of a linear model and its eigenvalues, turned into the
 //! `influence_quadratic` noise schedules by [`crate::privacy::schedule::influence`] (Hong, Wang,
 //! Zhou, "On dynamic noise influence in differential private learning": the `dyn` and `exp`
 //! schedules of its squared-loss experiments; docs/methods/dynamic_noise.md §1.2(g)).
@@ -27,6 +28,8 @@ use crate::privacy::schedule::influence::{
 };
 
 use super::TrainError;
+use super::influence_retrain::{RetrainedInfluence, retrained_influence};
+use crate::model::Model;
 
 /// Most features (before the bias column) whose Hessian is decomposed: the eigenvalues cost
 /// O(d³) per Jacobi sweep, measured 0.5 s at d = 256 and 8 s at d = 512 on one core (44 s at
@@ -50,12 +53,65 @@ pub struct QuadraticInfluence {
     pub clipped_at_zero: Option<f64>,
 }
 
+/// A noise schedule estimated from the training data: the analytic influence of the squared
+/// loss (here) or the influence estimated by retraining ([`super::influence_retrain`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Influence {
+    Quadratic(QuadraticInfluence),
+    Retrained(RetrainedInfluence),
+}
+
+impl Influence {
+    /// The noise shape s_0 … s_{T−1}.
+    pub fn shape(&self) -> &NoiseShape {
+        match self {
+            Influence::Quadratic(i) => &i.shape,
+            Influence::Retrained(i) => &i.shape,
+        }
+    }
+
+    /// What the plan warns about the schedule `name` (its ε is never guaranteed).
+    pub fn warnings(&self, name: &str) -> Vec<String> {
+        match self {
+            Influence::Quadratic(i) => {
+                let mut w = vec![format!(
+                    "noise.schedule = {name} is fitted to the eigenvalues of the private training data's Hessian without noise (data.allow_nonprivate_statistics = true); epsilon does not cover them and is not guaranteed"
+                )];
+                if let Some(f) = i.clipped_at_zero.filter(|&f| f > 0.5) {
+                    w.push(format!(
+                        "noise.schedule = {name}: {:.0}% of the per-example gradients at θ = 0 are longer than clip.clip_norm; the analytic influence assumes no clipping (Hong et al.), so the schedule may not be the optimal one for this run",
+                        100.0 * f
+                    ));
+                }
+                w
+            }
+            Influence::Retrained(i) => i.warnings(name),
+        }
+    }
+}
+
 /// Whether the plan of `spec` depends on the whole training split (its noise schedule is
 /// estimated from it).
 pub fn needs_training_data(spec: &ExperimentSpec) -> bool {
-    spec.privacy
-        .as_ref()
-        .is_some_and(|p| matches!(p.noise_schedule, NoiseSchedule::InfluenceQuadratic { .. }))
+    spec.privacy.as_ref().is_some_and(|p| {
+        matches!(
+            p.noise_schedule,
+            NoiseSchedule::InfluenceQuadratic { .. } | NoiseSchedule::InfluenceRetrained { .. }
+        )
+    })
+}
+
+/// The schedule of `spec` estimated from `train` (with `model`, for retraining), or `None` when
+/// its schedule does not depend on the data.
+pub fn estimate(
+    spec: &ExperimentSpec,
+    model: &Model,
+    train: &Dataset,
+) -> Result<Option<Influence>, TrainError> {
+    if let Some(q) = quadratic_influence(spec, train)? {
+        return Ok(Some(Influence::Quadratic(q)));
+    }
+    Ok(retrained_influence(spec, model, train)?.map(Influence::Retrained))
 }
 
 /// The `influence_quadratic` schedule of `spec` on `train`, or `None` when the run uses another

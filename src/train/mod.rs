@@ -22,6 +22,7 @@ pub mod accelerated;
 pub mod artifact;
 pub mod checkpoint;
 pub mod influence;
+pub mod influence_retrain;
 pub mod memory;
 pub mod metrics;
 pub mod plan;

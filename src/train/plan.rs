@@ -6,7 +6,7 @@
 //! accountant, over exactly the events the run will record. `dpx account --config` prints this
 //! plan; a test checks that a real run's ledger equals [`TrainingPlan::planned_ledger`].
 
-use super::influence::QuadraticInfluence;
+use super::influence::Influence;
 use crate::config::spec::{
     Budget, ClipSpec, Every, ExperimentSpec, LrSchedule as SpecLr, NoiseMechanism, NoiseSchedule,
     OptimizerSpec, Sampler,
@@ -401,11 +401,12 @@ impl TrainingPlan {
     }
 
     /// [`TrainingPlan::new`] with the noise influence estimated from the training data
-    /// ([`super::influence::quadratic_influence`]), for `noise.schedule = "influence_quadratic"`.
+    /// ([`super::influence::estimate`]), for `noise.schedule = "influence_quadratic"` and
+    /// `"influence_retrained"` (and their `_exp` fits).
     pub fn with_influence(
         spec: &ExperimentSpec,
         n_train: usize,
-        influence: Option<&QuadraticInfluence>,
+        influence: Option<&Influence>,
     ) -> Result<Self, TrainError> {
         let planned_steps = spec.planned_steps(n_train);
         let batch = spec.train.sampler.batch_size();
@@ -522,7 +523,7 @@ impl TrainingPlan {
         &self,
         spec: &ExperimentSpec,
         schedule: &NoiseSchedule,
-        influence: Option<&QuadraticInfluence>,
+        influence: Option<&Influence>,
     ) -> Result<NoiseShape, TrainError> {
         let n = self.n_train;
         let steps = self.planned_steps;
@@ -562,16 +563,21 @@ impl TrainingPlan {
             NoiseSchedule::File { values, .. } => NoiseShape::Values {
                 values: values.clone(),
             },
-            NoiseSchedule::InfluenceQuadratic { .. } => match influence {
-                Some(i) => i.shape.clone(),
-                None => {
-                    return Err(TrainError::Config(ConfigError::DataMismatch {
-                        at: Location::file(&spec.source),
-                        key: "noise.schedule".into(),
-                        reason: "\"influence_quadratic\" is estimated from the training data, which this plan was not given".into(),
-                    }));
+            NoiseSchedule::InfluenceQuadratic { .. } | NoiseSchedule::InfluenceRetrained { .. } => {
+                match influence {
+                    Some(i) => i.shape().clone(),
+                    None => {
+                        return Err(TrainError::Config(ConfigError::DataMismatch {
+                            at: Location::file(&spec.source),
+                            key: "noise.schedule".into(),
+                            reason: format!(
+                                "\"{}\" is estimated from the training data, which this plan was not given",
+                                schedule.kind().name()
+                            ),
+                        }));
+                    }
                 }
-            },
+            }
         })
     }
 
@@ -579,7 +585,7 @@ impl TrainingPlan {
         &mut self,
         spec: &ExperimentSpec,
         p: &crate::config::spec::PrivacySpec,
-        influence: Option<&QuadraticInfluence>,
+        influence: Option<&Influence>,
     ) -> Result<PrivacyPlan, TrainError> {
         let path = spec.source.clone();
         let options = AccountantOptions {
@@ -681,17 +687,7 @@ impl TrainingPlan {
             );
         }
         if let Some(i) = influence {
-            warnings.push(format!(
-                "noise.schedule = {} is fitted to the eigenvalues of the private training data's Hessian without noise (data.allow_nonprivate_statistics = true); epsilon does not cover them and is not guaranteed",
-                p.noise_schedule.kind().name()
-            ));
-            if let Some(f) = i.clipped_at_zero.filter(|&f| f > 0.5) {
-                warnings.push(format!(
-                    "noise.schedule = {}: {:.0}% of the per-example gradients at θ = 0 are longer than clip.clip_norm; the analytic influence assumes no clipping (Hong et al.), so the schedule may not be the optimal one for this run",
-                    p.noise_schedule.kind().name(),
-                    100.0 * f
-                ));
-            }
+            warnings.extend(i.warnings(p.noise_schedule.kind().name()));
         }
         if self.clean_norm {
             warnings.push(

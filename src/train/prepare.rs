@@ -108,8 +108,8 @@ impl Experiment {
     /// standardisation and the model's checks, and scattering features are neither read from nor
     /// written to the cache. A run's plan depends on the data only through that number (a test
     /// checks the two plans' events agree). `[accelerated]` runs, PCA (whose fit needs the
-    /// whole training split) and the `influence_quadratic` schedule (estimated from it) are built
-    /// in full.
+    /// whole training split) and the `influence_quadratic` and `influence_retrained` schedules
+    /// (estimated from it) are built in full.
     pub fn plan_only(
         spec: ExperimentSpec,
         data_dir: &Path,
@@ -144,7 +144,7 @@ pub fn plan_and_model(
     spec.check_against_data(n_train, data.train.num_features())?;
     check_augmentation(spec, &data.train.sample_shape)?;
     // The influence is estimated on the whole training split; `plan_only` builds in full for it.
-    let influence = super::influence::quadratic_influence(spec, &data.train)?;
+    let influence = super::influence::estimate(spec, &model, &data.train)?;
     let plan = TrainingPlan::with_influence(spec, n_train, influence.as_ref())?;
     // A policy that materialises [B, P] (AdaCliP) is refused before training when the
     // (expected) batch does not fit the memory limit.

@@ -419,6 +419,71 @@ pub fn validate(raw: &RawConfig, source: &Path) -> Result<ExperimentSpec, Config
             ));
         }
     }
+    if let Some(p) = &privacy
+        && let NoiseSchedule::InfluenceRetrained { .. } = p.noise_schedule
+    {
+        // The retraining estimate (docs/methods/dynamic_noise.md §1.2(h)) reruns the paper's
+        // setting: full-batch steps (checked against the data size before training), flat
+        // clipping, fresh noise at every step, plain or momentum steps, the parameters
+        // themselves as the output.
+        let name = p.noise_schedule.kind().name();
+        if !matches!(
+            train.optimizer,
+            OptimizerSpec::Sgd
+                | OptimizerSpec::Momentum { .. }
+                | OptimizerSpec::BiasCorrectedMomentum { .. }
+        ) {
+            return Err(v.conflict(
+                "noise.schedule",
+                "train.optimizer",
+                &format!("\"{name}\" retrains with gradient steps whose size does not depend on the noise: set train.optimizer = \"sgd\", \"momentum\" or \"bias_corrected_momentum\""),
+            ));
+        }
+        if !matches!(clip, ClipSpec::Flat { .. }) {
+            return Err(v.conflict(
+                "noise.schedule",
+                "clip.policy",
+                &format!("\"{name}\" retrains with one clip norm and one noise vector per step: set clip.policy = \"flat\""),
+            ));
+        }
+        if p.mechanism != NoiseMechanism::Independent {
+            return Err(v.conflict(
+                "noise.schedule",
+                "noise.mechanism",
+                &format!("\"{name}\" retrains with fresh noise at every step: set noise.mechanism = \"independent\""),
+            ));
+        }
+        if train.augmentation.is_some() {
+            return Err(v.conflict(
+                "noise.schedule",
+                "train.augmentation",
+                &format!("\"{name}\" retrains on the training examples as they are: remove train.augmentation"),
+            ));
+        }
+        if model.init_from.is_some() {
+            return Err(v.conflict(
+                "noise.schedule",
+                "model.init_from",
+                &format!(
+                    "\"{name}\" retrains from the seeded initialisation: remove model.init_from"
+                ),
+            ));
+        }
+        if train.ema_decay.is_some() {
+            return Err(v.conflict(
+                "noise.schedule",
+                "train.ema_decay",
+                &format!("\"{name}\" fits the final loss of the parameters themselves: remove train.ema_decay"),
+            ));
+        }
+        if !data.allow_nonprivate_statistics {
+            return Err(v.conflict(
+                "noise.schedule",
+                "data.allow_nonprivate_statistics",
+                &format!("\"{name}\" is estimated by retraining on the private training data, whose losses decide every σ_t without noise, which epsilon does not cover; set data.allow_nonprivate_statistics = true to accept a run whose epsilon is not guaranteed"),
+            ));
+        }
+    }
     if let (Some(p), Sampler::FixedOrder { .. }) = (&privacy, train.sampler) {
         // One release per epoch: adding an example would shift every later batch of the fixed
         // cut, so the guarantee is for replace-one neighbours (the replaced example keeps its

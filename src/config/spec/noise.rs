@@ -29,6 +29,40 @@ impl NoiseMechanism {
 /// strategies of the literature use at most a few hundred bands.
 pub const MAX_BANDS: usize = 4096;
 
+/// How `influence_retrained` estimates q_t (the `noise.retrain_*` keys): the final training
+/// loss of `repeats` full-batch runs (each with its noise vector ν_t and −ν_t) at `points` values
+/// of σ_t evenly spaced in [`sigma_min`, `sigma_max`], the other steps at the uniform σ, at
+/// `steps` steps t evenly spaced over the run (ln q_t interpolated linearly between them).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RetrainEstimate {
+    pub sigma_min: f64,
+    pub sigma_max: f64,
+    pub points: usize,
+    pub repeats: usize,
+    /// `None`: every step.
+    pub steps: Option<u64>,
+    /// The seed of the estimate's own random streams (initialisation and noise of its runs).
+    pub seed: u64,
+}
+
+impl RetrainEstimate {
+    /// The paper's sweep, σ_t from 20 to 200 (its §3), at 5 values, 4 antithetic noise pairs
+    /// each, at 10 steps.
+    pub const DEFAULT: RetrainEstimate = RetrainEstimate {
+        sigma_min: 20.0,
+        sigma_max: 200.0,
+        points: 5,
+        repeats: 4,
+        steps: Some(10),
+        seed: 0,
+    };
+}
+
+/// Most σ_t values, noise pairs and estimated steps of `influence_retrained` (each multiplies the
+/// number of training runs of the estimate).
+pub const MAX_RETRAIN_POINTS: usize = 64;
+pub const MAX_RETRAIN_REPEATS: usize = 1024;
+
 /// `[noise]` schedule: σ_t = κ·s_t with s_t the shape and κ given or calibrated (the formulas
 /// are in `privacy::schedule`; T is the planned number of steps).
 #[derive(Debug, Clone, PartialEq)]
@@ -60,6 +94,13 @@ pub enum NoiseSchedule {
     /// Hessian; docs/methods/dynamic_noise.md §1.2(g)); with `fit_exponential`, the exponential
     /// decay least-squares fitted to it in logarithms (the paper's `exp`).
     InfluenceQuadratic { fit_exponential: bool },
+    /// Lemma 4.1 on the influence q_t estimated by retraining on the training data (Hong et al.
+    /// §3: the final training loss fitted to c₂σ_t² + c₀ over a sweep of σ_t, q_t ≈ c₂;
+    /// docs/methods/dynamic_noise.md §1.2(h)); with `fit_exponential`, the paper's `exp`.
+    InfluenceRetrained {
+        fit_exponential: bool,
+        estimate: RetrainEstimate,
+    },
     /// Per-step values from `noise.path` or `noise.values` (σ_t = κ·value_t).
     File {
         path: Option<PathBuf>,
@@ -86,6 +127,14 @@ impl NoiseSchedule {
             NoiseSchedule::InfluenceQuadratic {
                 fit_exponential: true,
             } => NoiseScheduleKind::InfluenceQuadraticExp,
+            NoiseSchedule::InfluenceRetrained {
+                fit_exponential: false,
+                ..
+            } => NoiseScheduleKind::InfluenceRetrained,
+            NoiseSchedule::InfluenceRetrained {
+                fit_exponential: true,
+                ..
+            } => NoiseScheduleKind::InfluenceRetrainedExp,
             NoiseSchedule::File { .. } => NoiseScheduleKind::File,
         }
     }
@@ -147,6 +196,14 @@ impl Checker<'_> {
         if !uses(&[K::File]) {
             self.absent("noise.path", &n.path, why)?;
             self.absent("noise.values", &n.values, why)?;
+        }
+        if !uses(&[K::InfluenceRetrained, K::InfluenceRetrainedExp]) {
+            self.absent("noise.retrain_sigma_min", &n.retrain_sigma_min, why)?;
+            self.absent("noise.retrain_sigma_max", &n.retrain_sigma_max, why)?;
+            self.absent("noise.retrain_points", &n.retrain_points, why)?;
+            self.absent("noise.retrain_repeats", &n.retrain_repeats, why)?;
+            self.absent("noise.retrain_steps", &n.retrain_steps, why)?;
+            self.absent("noise.retrain_seed", &n.retrain_seed, why)?;
         }
         let need = |key: &str, v: Option<f64>, reason: &'static str| -> R<f64> {
             v.ok_or_else(|| self.missing(key, reason))
@@ -259,6 +316,10 @@ impl Checker<'_> {
             K::InfluenceQuadraticExp => NoiseSchedule::InfluenceQuadratic {
                 fit_exponential: true,
             },
+            K::InfluenceRetrained | K::InfluenceRetrainedExp => NoiseSchedule::InfluenceRetrained {
+                fit_exponential: kind == K::InfluenceRetrainedExp,
+                estimate: self.retrain_estimate(n)?,
+            },
             K::File => {
                 self.at_most_one("noise.path", &n.path, "noise.values", &n.values)?;
                 let (path, values) = match (&n.path, &n.values) {
@@ -310,6 +371,47 @@ impl Checker<'_> {
                     values: values.into(),
                 }
             }
+        })
+    }
+
+    /// The `noise.retrain_*` keys of `influence_retrained` (defaults: [`RetrainEstimate::DEFAULT`]).
+    fn retrain_estimate(&self, n: &RawNoise) -> R<RetrainEstimate> {
+        let d = RetrainEstimate::DEFAULT;
+        let sigma_min = self.positive(
+            "noise.retrain_sigma_min",
+            n.retrain_sigma_min.unwrap_or(d.sigma_min),
+        )?;
+        let sigma_max = self.float(
+            "noise.retrain_sigma_max",
+            n.retrain_sigma_max.unwrap_or(d.sigma_max),
+            "a finite number > noise.retrain_sigma_min",
+            |x| x > sigma_min,
+        )?;
+        let points = match n.retrain_points {
+            Some(v) => self.size("noise.retrain_points", v, 2, MAX_RETRAIN_POINTS)?,
+            None => d.points,
+        };
+        let repeats = match n.retrain_repeats {
+            Some(v) => self.size("noise.retrain_repeats", v, 1, MAX_RETRAIN_REPEATS)?,
+            None => d.repeats,
+        };
+        // 0 means every step; otherwise at least the first and the last.
+        let steps = match n.retrain_steps {
+            Some(0) => None,
+            Some(v) => Some(self.int("noise.retrain_steps", v, 2, i64::MAX)?),
+            None => d.steps,
+        };
+        let seed = match n.retrain_seed {
+            Some(v) => self.int("noise.retrain_seed", v, 0, i64::MAX)?,
+            None => d.seed,
+        };
+        Ok(RetrainEstimate {
+            sigma_min,
+            sigma_max,
+            points,
+            repeats,
+            steps,
+            seed,
         })
     }
 }

@@ -28,6 +28,9 @@
 //!   s_t = (q_{T−1}/q_t)^{1/4} with the analytic influence q_t = Σ_j λ_j (1 − ηλ_j)^{2(T−1−t)}
 //!   of gradient descent on a quadratic with Hessian eigenvalues λ_j, or the exponential decay
 //!   fitted to it. The eigenvalues are numbers handed over before training, like a file's values.
+//! - `InfluenceRetrained` (the paper's `dyn` and `exp` on an influence estimated by retraining,
+//!   its §3; `train::influence_retrain`): the same Lemma 4.1 shape s_t = (q_{T−1}/q_t)^{1/4},
+//!   or its fitted exponential, from estimated q_t handed over before training.
 //! - `Values`: s_t read from a list (a file of per-step noise multipliers).
 
 pub mod influence;
@@ -110,6 +113,13 @@ pub enum NoiseShape {
         /// k of the fitted exponential e^{−k t} (the `exp` variant); `None` for `dyn` itself.
         fitted_decay: Option<f64>,
     },
+    /// Built by the training room from q_t estimated by retraining: s_0 … s_{T−1}.
+    InfluenceRetrained {
+        #[serde(skip)]
+        values: Arc<[f64]>,
+        /// k of the fitted exponential e^{−k t} (the `exp` variant); `None` for `dyn` itself.
+        fitted_decay: Option<f64>,
+    },
     Values {
         #[serde(skip)]
         values: Arc<[f64]>,
@@ -187,9 +197,9 @@ impl NoiseShape {
                 let ln_q = ln_momentum_influence(*gamma, *beta, *steps, *phase_end, t + 1);
                 ((ln_ref - ln_q) / 4.0).exp()
             }
-            NoiseShape::InfluenceQuadratic { values, .. } | NoiseShape::Values { values } => {
-                values.get(t as usize).copied().unwrap_or(f64::NAN)
-            }
+            NoiseShape::InfluenceQuadratic { values, .. }
+            | NoiseShape::InfluenceRetrained { values, .. }
+            | NoiseShape::Values { values } => values.get(t as usize).copied().unwrap_or(f64::NAN),
         }
     }
 
@@ -211,7 +221,9 @@ impl NoiseShape {
 
     /// Check that s_t is finite and positive for every step of a `steps`-step run.
     pub fn check(&self, steps: u64) -> Result<(), ScheduleError> {
-        if let NoiseShape::Values { values } | NoiseShape::InfluenceQuadratic { values, .. } = self
+        if let NoiseShape::Values { values }
+        | NoiseShape::InfluenceQuadratic { values, .. }
+        | NoiseShape::InfluenceRetrained { values, .. } = self
             && (values.len() as u64) < steps
         {
             return Err(ScheduleError::TooShort {
@@ -249,6 +261,13 @@ impl NoiseShape {
                 fitted_decay: Some(_),
                 ..
             } => "influence_quadratic_exp",
+            NoiseShape::InfluenceRetrained {
+                fitted_decay: None, ..
+            } => "influence_retrained",
+            NoiseShape::InfluenceRetrained {
+                fitted_decay: Some(_),
+                ..
+            } => "influence_retrained_exp",
             NoiseShape::Values { .. } => "file",
         }
     }
