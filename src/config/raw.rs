@@ -193,6 +193,10 @@ pub struct RawData {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pca_components: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub pca_noise_multiplier: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pca_seed: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub features: Option<Features>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scattering_j: Option<i64>,
@@ -675,6 +679,8 @@ impl RawConfig {
                 subsample: Some(1000),
                 validation_fraction: Some(0.1),
                 pca_components: Some(60),
+                pca_noise_multiplier: Some(14.0),
+                pca_seed: Some(0),
                 features: Some(Features::Scattering),
                 scattering_j: Some(2),
                 scattering_angles: Some(8),

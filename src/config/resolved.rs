@@ -310,6 +310,8 @@ impl ExperimentSpec {
             subsample: d.subsample.map(int),
             validation_fraction: Some(d.validation_fraction),
             pca_components: d.pca_components.map(int),
+            pca_noise_multiplier: d.private_pca.map(|p| p.noise_multiplier),
+            pca_seed: d.private_pca.map(|p| p.seed as i64),
             ..RawData::default()
         };
         // Written only when not the default, so resolved configs without them stay unchanged.

@@ -29,6 +29,7 @@ pub mod labels;
 pub mod libsvm;
 pub mod moments;
 pub mod preprocess;
+pub mod private_pca;
 pub mod sampler;
 pub mod scattering;
 pub mod scattering_cache;

@@ -49,20 +49,29 @@ pub struct PrivacyPlan {
     /// Why the guarantee is weakened, one line each.
     pub warnings: Vec<String>,
     /// Releases made before the first step, which every seed's ledger starts with: the two
-    /// Gaussian releases of `data.standardize = "private"` ([`statistics_events`]).
+    /// Gaussian releases of `data.standardize = "private"` and the one of the private PCA
+    /// ([`statistics_events`]).
     pub prefix: Vec<DpEvent>,
 }
 
-/// The releases of the data statistics (`data.standardize = "private"`): the noisy sums of
-/// clipped per-example means and of clipped per-example second moments, each a Gaussian
-/// mechanism of multiplier `data.standardize_noise_multiplier` on the whole training set (no
-/// sampling; add/remove-one sensitivity = its clip norm, as each example adds one clipped
-/// vector). Empty for every other standardisation.
+/// The releases of the data statistics, in the order they are made. `data.standardize =
+/// "private"`: the noisy sums of clipped per-example means and of clipped per-example second
+/// moments, each a Gaussian mechanism of multiplier `data.standardize_noise_multiplier` on the
+/// whole training set (no sampling; add/remove-one sensitivity = its clip norm, as each example
+/// adds one clipped vector); none for every other standardisation.
+///
+/// Then the release of the private PCA (`data.pca_noise_multiplier`): the upper triangle of the
+/// unit-normalised rows' second-moment matrix, one Gaussian mechanism of that multiplier on the
+/// whole training set (add/remove-one L2 sensitivity 1; `data::private_pca`).
 pub fn statistics_events(spec: &ExperimentSpec) -> Vec<DpEvent> {
-    match spec.data.private_standardization {
+    let mut events = match spec.data.private_standardization {
         Some(p) => vec![DpEvent::gaussian(p.noise_multiplier); 2],
         None => Vec::new(),
+    };
+    if let Some(p) = spec.data.private_pca {
+        events.push(DpEvent::gaussian(p.noise_multiplier));
     }
+    events
 }
 
 /// A planned run.
@@ -681,7 +690,7 @@ impl TrainingPlan {
                 "data.standardize fits its statistics on the private training data without noise (data.allow_nonprivate_statistics = true); epsilon does not cover them and is not guaranteed (use data.standardize = \"fixed\" with public constants)".to_string(),
             );
         }
-        if d.pca_components.is_some() {
+        if d.nonprivate_pca() {
             warnings.push(
                 "data.pca_components fits its projection on the private training data without noise (data.allow_nonprivate_statistics = true); epsilon does not cover it and is not guaranteed".to_string(),
             );

@@ -18,6 +18,7 @@ use crate::config::spec::{
 use crate::data::csv::{CsvOptions, LabelColumn};
 use crate::data::moments;
 use crate::data::preprocess::{self, StandardizeMode};
+use crate::data::private_pca::{self, PrivatePca};
 use crate::data::synthetic::{self, SyntheticSpec};
 use crate::data::{DataError, DataSource, Dataset, NamedDataset, TrainTest};
 use crate::model::Model;
@@ -543,7 +544,15 @@ fn prepare_data_with(
             "standardisation statistics come from the training data and are not privatised".into(),
         );
     }
-    if let Some(k) = d.pca_components {
+    if let (Some(k), Some(pp)) = (d.pca_components, d.private_pca) {
+        let pca = private_pca(spec, &data.train, k, pp)?;
+        data.train = pca.transform(&data.train)?;
+        data.test = pca.transform(&data.test)?;
+        if let Some(v) = validation.as_mut() {
+            *v = pca.transform(v)?;
+        }
+        notes.push(format!("private PCA: {k} components of the training rows' second-moment matrix released with noise multiplier {} (1 Gaussian event at the head of every seed's ledger)", pp.noise_multiplier));
+    } else if let Some(k) = d.pca_components {
         let pca =
             preprocess::Pca::fit(&data.train, k).map_err(keyed(spec, "data.pca_components"))?;
         data.train = pca.transform(&data.train)?;
@@ -644,6 +653,35 @@ fn private_standardizer(
         ps.noise_multiplier
     );
     Ok((standardizer, note))
+}
+
+/// `data.pca_noise_multiplier`: the upper triangle of the unit rows' second-moment matrix of
+/// `train` (`data::private_pca`, sensitivity 1) released through the Gaussian mechanism, with
+/// noise from the PCA stream of `data.pca_seed` (one release per experiment, as for
+/// [`private_standardizer`]); the event `plan::statistics_events` records last.
+fn private_pca(
+    spec: &ExperimentSpec,
+    train: &Dataset,
+    k: usize,
+    pp: crate::config::spec::PrivatePca,
+) -> Result<PrivatePca, TrainError> {
+    let mut upper = private_pca::unit_second_moments(train);
+    let mut rng = super::seed::stream_rng(pp.seed, super::seed::STREAM_PCA);
+    add_gaussian_noise(
+        ndarray::ArrayViewMut1::from(&mut upper[..]),
+        pp.noise_multiplier,
+        1.0,
+        &mut rng,
+    )
+    .map_err(|e| {
+        keyed(spec, "data.pca_noise_multiplier")(DataError::InvalidParameter {
+            name: "data.pca_noise_multiplier",
+            expected: "a valid Gaussian mechanism".into(),
+            found: e.to_string(),
+        })
+    })?;
+    PrivatePca::from_release(&upper, train.features.ncols(), k)
+        .map_err(keyed(spec, "data.pca_components"))
 }
 
 /// The scattering features of one split (`data.features = "scattering"`), cached under

@@ -29,6 +29,9 @@ pub const STREAM_STATISTICS: u64 = 5;
 /// The groups of b-min-separated sampling (`noise.mechanism = "bandmf"` with more than one band)
 /// and the permutation of `train.sampler = "fixed_order"`.
 pub const STREAM_PARTITION: u64 = 6;
+/// The noise of the private PCA's release (`data.pca_noise_multiplier`), drawn once per
+/// experiment from the stream of `data.pca_seed`.
+pub const STREAM_PCA: u64 = 7;
 
 /// A ChaCha12 generator for stream `stream` of run seed `seed`.
 pub fn stream_rng(seed: u64, stream: u64) -> ChaCha12Rng {

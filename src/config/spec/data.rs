@@ -34,8 +34,11 @@ pub struct DataSpec {
     pub subsample: Option<usize>,
     /// `data.validation_fraction`: in [0, 1); held out of the training set for evaluation.
     pub validation_fraction: f64,
-    /// `data.pca_components`: PCA fitted on the training data (not private; outputs say so).
+    /// `data.pca_components`: PCA fitted on the training data (not private; outputs say so),
+    /// unless `private_pca` is set.
     pub pca_components: Option<usize>,
+    /// `data.pca_noise_multiplier`: the PCA is differentially private (Abadi et al. 2016).
+    pub private_pca: Option<PrivatePca>,
     /// `data.features` (with `data.scattering_j`, `data.scattering_angles`).
     pub features: FeatureMap,
     /// `data.scattering_input_mean` and `data.scattering_input_std`: public per-channel constants
@@ -75,6 +78,28 @@ pub struct PrivateStandardization {
     /// and no group is dropped (post-processing of the release); unset, a group whose released
     /// variance is ≤ 0 is set to 0, as in the paper's code.
     pub variance_floor: Option<f64>,
+}
+
+/// `data.pca_noise_multiplier` (Abadi et al. 2016, "Deep learning with differential privacy",
+/// Sec. 4; the DP-PCA of Pichapati et al. 2019, AdaCliP, Table 2): the upper triangle of
+/// Σ x̂x̂ᵀ over the unit-normalised training rows released once with Gaussian noise of std
+/// `noise_multiplier` (add/remove-one L2 sensitivity 1; docs/accounting.md), and the data
+/// projected onto the top `data.pca_components` eigenvectors of the release. One Gaussian event of
+/// `noise_multiplier` on the whole training set.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PrivatePca {
+    /// `data.pca_noise_multiplier`: σ of the release.
+    pub noise_multiplier: f64,
+    /// `data.pca_seed`: the seed of the release's noise stream (one release per experiment).
+    pub seed: u64,
+}
+
+impl DataSpec {
+    /// Whether the PCA is fitted on the private training data without noise
+    /// (`data.pca_components` without `data.pca_noise_multiplier`).
+    pub fn nonprivate_pca(&self) -> bool {
+        self.pca_components.is_some() && self.private_pca.is_none()
+    }
 }
 
 /// Default `data.scattering_j` (Oyallon & Mallat 2015; Tramèr & Boneh 2021).
@@ -439,6 +464,26 @@ impl Checker<'_> {
             .pca_components
             .map(|k| self.size("data.pca_components", k, 1, MAX_WIDTH))
             .transpose()?;
+        let private_pca = match d.pca_noise_multiplier {
+            Some(sigma) => {
+                if pca_components.is_none() {
+                    return Err(self.missing(
+                        "data.pca_components",
+                        "data.pca_noise_multiplier releases a private PCA; give its number of components",
+                    ));
+                }
+                Some(PrivatePca {
+                    noise_multiplier: self.positive("data.pca_noise_multiplier", sigma)?,
+                    seed: self.int("data.pca_seed", d.pca_seed.unwrap_or(0), 0, i64::MAX)?,
+                })
+            }
+            None => {
+                self.absent("data.pca_seed", &d.pca_seed, || {
+                    "only used with data.pca_noise_multiplier".to_string()
+                })?;
+                None
+            }
+        };
         let features = match d.features.unwrap_or_default() {
             Features::Pixels => {
                 let why = || "only used with data.features = \"scattering\"".to_string();
@@ -499,6 +544,7 @@ impl Checker<'_> {
             subsample,
             validation_fraction,
             pca_components,
+            private_pca,
         })
     }
 

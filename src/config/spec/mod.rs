@@ -219,9 +219,9 @@ pub fn validate(raw: &RawConfig, source: &Path) -> Result<ExperimentSpec, Config
     let leaky = matches!(
         data.standardize,
         Standardize::PerFeature | Standardize::PerChannel
-    ) || data.pca_components.is_some();
+    ) || data.nonprivate_pca();
     if accelerated.is_some() && leaky {
-        let key = if data.pca_components.is_some() {
+        let key = if data.nonprivate_pca() {
             "data.pca_components"
         } else {
             "data.standardize"
@@ -251,6 +251,23 @@ pub fn validate(raw: &RawConfig, source: &Path) -> Result<ExperimentSpec, Config
             ));
         }
     }
+    // The same for the private PCA's release (`data.pca_noise_multiplier`).
+    if data.private_pca.is_some() {
+        if accelerated.is_some() {
+            return Err(v.conflict(
+                "data.pca_noise_multiplier",
+                "accelerated",
+                "the private PCA is a Gaussian release, which the accelerated methods' pure-epsilon accounting does not cover",
+            ));
+        }
+        if !privacy_enabled {
+            return Err(v.conflict(
+                "data.pca_noise_multiplier",
+                "privacy.enabled",
+                "the private PCA's release is accounted by the run's privacy section; a non-private run has none (drop data.pca_noise_multiplier for a plain PCA)",
+            ));
+        }
+    }
     if privacy_enabled && !data.allow_nonprivate_statistics {
         if matches!(
             data.standardize,
@@ -262,11 +279,11 @@ pub fn validate(raw: &RawConfig, source: &Path) -> Result<ExperimentSpec, Config
                 "its mean and standard deviation would be fitted on the private training data without noise, which epsilon does not cover; use data.standardize = \"fixed\" with public constants (data.standardize_mean, data.standardize_std), or set data.allow_nonprivate_statistics = true to accept a run whose epsilon is not guaranteed",
             ));
         }
-        if data.pca_components.is_some() {
+        if data.nonprivate_pca() {
             return Err(v.conflict(
                 "data.pca_components",
                 "privacy",
-                "the projection would be fitted on the private training data without noise, which epsilon does not cover; set data.allow_nonprivate_statistics = true to accept a run whose epsilon is not guaranteed",
+                "the projection would be fitted on the private training data without noise, which epsilon does not cover; give data.pca_noise_multiplier for a private PCA, or set data.allow_nonprivate_statistics = true to accept a run whose epsilon is not guaranteed",
             ));
         }
     }
@@ -543,6 +560,13 @@ pub fn validate(raw: &RawConfig, source: &Path) -> Result<ExperimentSpec, Config
             "data.standardize",
             "privacy.secure_noise",
             "\"private\" statistics are not drawn with privacy.secure_noise = true: they come from the experiment's seeded statistics stream so that a resumed seed and dpx eval reproduce the same release, and OS noise could not be drawn again",
+        ));
+    }
+    if data.private_pca.is_some() && privacy.as_ref().is_some_and(|p| p.secure_noise) {
+        return Err(v.conflict(
+            "data.pca_noise_multiplier",
+            "privacy.secure_noise",
+            "the private PCA is not drawn with privacy.secure_noise = true: it comes from the seeded stream of data.pca_seed so that a resumed seed and dpx eval reproduce the same release, and OS noise could not be drawn again",
         ));
     }
     let dir = match &raw.output.dir {
