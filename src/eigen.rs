@@ -72,7 +72,7 @@ pub fn symmetric_eigenvalues(mut a: Array2<f64>) -> Vec<f64> {
 /// (Alg. 8.3.2 and 8.3.3: a chase of the bulge by Givens rotations, deflating an off-diagonal
 /// entry once it is below machine precision relative to its two diagonal neighbours), the
 /// rotations accumulated so that T = Pᵀ Λ P; eigenvector i of A is Q Pᵢᵀ. O(d³) flops with
-/// contiguous row updates (about a second for d = 784), and unlike subspace iteration it ranks
+/// contiguous row updates, and unlike subspace iteration it ranks
 /// by value, not magnitude, so a noisy, indefinite matrix is handled. Ties keep the smaller
 /// index first, so the result is a function of `a` alone; each vector's largest coordinate is
 /// made positive.
