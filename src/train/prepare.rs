@@ -544,23 +544,31 @@ fn prepare_data_with(
             "standardisation statistics come from the training data and are not privatised".into(),
         );
     }
-    if let (Some(k), Some(pp)) = (d.pca_components, d.private_pca) {
-        let pca = private_pca(spec, &data.train, k, pp)?;
-        data.train = pca.transform(&data.train)?;
-        data.test = pca.transform(&data.test)?;
+    if let Some(k) = d.pca_components {
+        // Fitted on the training split (through a noisy release when private), applied to all.
+        type Projection = Box<dyn Fn(&Dataset) -> Result<Dataset, DataError>>;
+        let (project, note): (Projection, String) = match d.private_pca {
+            Some(pp) => {
+                let pca = private_pca(spec, &data.train, k, pp)?;
+                let note = format!(
+                    "private PCA: {k} components of the training rows' second-moment matrix released with noise multiplier {} (1 Gaussian event at the head of every seed's ledger)",
+                    pp.noise_multiplier
+                );
+                (Box::new(move |ds| pca.transform(ds)), note)
+            }
+            None => {
+                let pca = preprocess::Pca::fit(&data.train, k)
+                    .map_err(keyed(spec, "data.pca_components"))?;
+                let note = preprocess::Pca::NOTE.to_string();
+                (Box::new(move |ds| pca.transform(ds)), note)
+            }
+        };
+        data.train = project(&data.train)?;
+        data.test = project(&data.test)?;
         if let Some(v) = validation.as_mut() {
-            *v = pca.transform(v)?;
+            *v = project(v)?;
         }
-        notes.push(format!("private PCA: {k} components of the training rows' second-moment matrix released with noise multiplier {} (1 Gaussian event at the head of every seed's ledger)", pp.noise_multiplier));
-    } else if let Some(k) = d.pca_components {
-        let pca =
-            preprocess::Pca::fit(&data.train, k).map_err(keyed(spec, "data.pca_components"))?;
-        data.train = pca.transform(&data.train)?;
-        data.test = pca.transform(&data.test)?;
-        if let Some(v) = validation.as_mut() {
-            *v = pca.transform(v)?;
-        }
-        notes.push(preprocess::Pca::NOTE.to_string());
+        notes.push(note);
     }
     if let Some(max_norm) = d.max_norm {
         let mut tt = TrainTest {
