@@ -5,7 +5,6 @@
 //! refuses what it cannot account, naming the key.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
 
 use assert_cmd::Command;
 use predicates::prelude::*;
@@ -14,50 +13,24 @@ use dpx::config;
 use dpx::privacy::accountant::{AccountantOptions, new_accountant};
 use dpx::privacy::event::DpEvent;
 use dpx::train::prepare::{Experiment, prepare_data};
-use dpx::train::{SeedEnd, Silent, train_seed};
+
+#[path = "support/head_releases.rs"]
+mod head_releases;
+
+use head_releases::{assert_head_releases_are_calibrated, planned_epsilon};
 
 fn dpx() -> Command {
     Command::cargo_bin("dpx").expect("the dpx binary is built")
 }
 
 fn mixture_config(dir: &Path, data_extra: &str, extra: &str) -> PathBuf {
-    let text = format!(
-        r#"
-[experiment]
-name = "private_pca"
-seeds = [0, 1]
-
-[data]
-dataset = "gaussian_mixture"
-{data_extra}
-
-[data.synthetic]
-n_train = 2000
-n_test = 400
-n_features = 12
-n_classes = 3
-separation = 4.0
-seed = 3
-
-[model]
-architecture = "mlp"
-hidden = [8]
-
-[train]
-epochs = 2
-expected_batch_size = 100
-learning_rate = 0.5
-eval_every_steps = 10
-
-[clip]
-clip_norm = 1.0
-
-{extra}
-"#
-    );
-    let path = dir.join(format!("cfg{}.toml", data_extra.len() * 1000 + extra.len()));
-    std::fs::write(&path, text).unwrap();
-    path
+    head_releases::mixture_config(
+        dir,
+        12,
+        "architecture = \"mlp\"\nhidden = [8]",
+        data_extra,
+        extra,
+    )
 }
 
 const PRIVATE_PCA: &str = "pca_components = 4\npca_noise_multiplier = 14.0";
@@ -65,11 +38,7 @@ const BUDGET: &str = "[privacy]\nepsilon = 2.0\ndelta = 1e-5\n";
 const FIXED_SIGMA: &str = "[noise]\nnoise_multiplier = 1.0\n[privacy]\ndelta = 1e-5\n";
 
 fn build(dir: &Path, data_extra: &str, extra: &str) -> Experiment {
-    Experiment::build(
-        config::load(&mixture_config(dir, data_extra, extra)).unwrap(),
-        dir,
-    )
-    .unwrap()
+    head_releases::build(dir, &mixture_config(dir, data_extra, extra))
 }
 
 #[test]
@@ -77,33 +46,8 @@ fn the_release_is_one_event_at_the_head_of_every_ledger_and_calibration_covers_i
     let dir = tempfile::tempdir().unwrap();
     let exp = build(dir.path(), PRIVATE_PCA, BUDGET);
     let plain = build(dir.path(), "", BUDGET);
-    let initial = exp.plan.initial_ledger();
-    assert_eq!(initial.runs(), &[(DpEvent::gaussian(14.0), 1)]);
-    assert!(plain.plan.initial_ledger().runs().is_empty());
     assert_eq!(exp.data.train.features.ncols(), 4);
-    assert!(exp.plan.privacy.as_ref().unwrap().epsilon_guaranteed);
-
-    // Calibration pays for the release with more gradient noise.
-    let sigma = exp.plan.privacy.as_ref().unwrap().noise_multiplier;
-    let sigma_plain = plain.plan.privacy.as_ref().unwrap().noise_multiplier;
-    assert!(sigma > sigma_plain, "{sigma} <= {sigma_plain}");
-    let pca_eps = exp.plan.epsilon_of(&initial).unwrap().unwrap().epsilon;
-    assert!(pca_eps > 0.0 && pca_eps < 2.0, "{pca_eps}");
-
-    // The run records the planned ledger, the release first; its ε is the target's and the row
-    // of step 0 carries the release's ε.
-    let planned = exp.plan.planned_ledger(exp.plan.steps);
-    assert_eq!(planned.runs()[0], (DpEvent::gaussian(14.0), 1));
-    match train_seed(&exp, 0, &Silent, &AtomicBool::new(false)).unwrap() {
-        SeedEnd::Finished(res) => {
-            assert_eq!(res.ledger, planned);
-            let eps = res.rows.last().unwrap().epsilon.unwrap();
-            assert!(eps <= 2.0 && eps > 1.99, "{eps}");
-            assert_eq!(res.rows[0].step, 0);
-            assert_eq!(res.rows[0].epsilon, Some(pca_eps));
-        }
-        SeedEnd::Interrupted => panic!("not interrupted"),
-    }
+    assert_head_releases_are_calibrated(&exp, &plain, &[(DpEvent::gaussian(14.0), 1)], 2.0);
 
     // With private standardisation too: its two events first, then the PCA's.
     let both = build(
@@ -128,13 +72,7 @@ fn at_a_fixed_noise_multiplier_epsilon_is_the_composition_with_the_release() {
         "pca_components = 4\nallow_nonprivate_statistics = true",
         FIXED_SIGMA,
     );
-    let eps = |e: &Experiment| {
-        e.plan
-            .epsilon_of(&e.plan.planned_ledger(e.plan.steps))
-            .unwrap()
-            .unwrap()
-            .epsilon
-    };
+    let eps = planned_epsilon;
     assert!(eps(&with) > eps(&without));
     assert!(!without.plan.privacy.as_ref().unwrap().epsilon_guaranteed);
     assert!(with.plan.privacy.as_ref().unwrap().epsilon_guaranteed);

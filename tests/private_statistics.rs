@@ -3,53 +3,20 @@
 //! data follow from the release alone, and the config refuses what it cannot account.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
 
 use dpx::config;
 use dpx::privacy::event::DpEvent;
-use dpx::train::prepare::{Experiment, prepare_data};
-use dpx::train::{SeedEnd, Silent, train_seed};
+use dpx::train::prepare::prepare_data;
 
+#[path = "support/head_releases.rs"]
+mod head_releases;
 #[path = "support/mnist.rs"]
 mod mnist;
 
+use head_releases::{assert_head_releases_are_calibrated, build, planned_epsilon};
+
 fn mixture_config(dir: &Path, data_extra: &str, extra: &str) -> PathBuf {
-    let text = format!(
-        r#"
-[experiment]
-name = "private_statistics"
-seeds = [0, 1]
-
-[data]
-dataset = "gaussian_mixture"
-{data_extra}
-
-[data.synthetic]
-n_train = 2000
-n_test = 400
-n_features = 8
-n_classes = 3
-separation = 4.0
-seed = 3
-
-[model]
-architecture = "logistic"
-
-[train]
-epochs = 2
-expected_batch_size = 100
-learning_rate = 0.5
-eval_every_steps = 10
-
-[clip]
-clip_norm = 1.0
-
-{extra}
-"#
-    );
-    let path = dir.join(format!("cfg{}.toml", data_extra.len() + extra.len()));
-    std::fs::write(&path, text).unwrap();
-    path
+    head_releases::mixture_config(dir, 8, "architecture = \"logistic\"", data_extra, extra)
 }
 
 const PRIVATE_STATS: &str = "standardize = \"private\"\nstandardize_noise_multiplier = 8.0\nstandardize_mean_clip_norm = 10.0\nstandardize_second_moment_clip_norm = 50.0";
@@ -58,65 +25,24 @@ const BUDGET: &str = "[privacy]\nepsilon = 2.0\ndelta = 1e-5\n";
 #[test]
 fn the_statistics_are_two_events_at_the_head_of_every_ledger_and_calibration_covers_them() {
     let dir = tempfile::tempdir().unwrap();
-    let exp = Experiment::build(
-        config::load(&mixture_config(dir.path(), PRIVATE_STATS, BUDGET)).unwrap(),
+    let exp = build(
         dir.path(),
-    )
-    .unwrap();
-    let plain = Experiment::build(
-        config::load(&mixture_config(dir.path(), "", BUDGET)).unwrap(),
-        dir.path(),
-    )
-    .unwrap();
-    let initial = exp.plan.initial_ledger();
-    assert_eq!(initial.runs(), &[(DpEvent::gaussian(8.0), 2)]);
-    assert!(plain.plan.initial_ledger().runs().is_empty());
-
-    // Calibration spends part of the budget on the statistics: more noise on the gradients.
-    let sigma = exp.plan.privacy.as_ref().unwrap().noise_multiplier;
-    let sigma_plain = plain.plan.privacy.as_ref().unwrap().noise_multiplier;
-    assert!(sigma > sigma_plain, "{sigma} <= {sigma_plain}");
-    let stats_eps = exp.plan.epsilon_of(&initial).unwrap().unwrap().epsilon;
-    assert!(stats_eps > 0.0 && stats_eps < 2.0, "{stats_eps}");
-
-    // The recorded ledger is the planned one, statistics first; ε of the whole run is the
-    // target's, and the row of step 0 already carries the statistics' ε.
-    let planned = exp.plan.planned_ledger(exp.plan.steps);
-    assert_eq!(planned.runs()[0], (DpEvent::gaussian(8.0), 2));
-    match train_seed(&exp, 0, &Silent, &AtomicBool::new(false)).unwrap() {
-        SeedEnd::Finished(res) => {
-            assert_eq!(res.ledger, planned);
-            let eps = res.rows.last().unwrap().epsilon.unwrap();
-            assert!(eps <= 2.0 && eps > 1.99, "{eps}");
-            assert_eq!(res.rows[0].step, 0);
-            assert_eq!(res.rows[0].epsilon, Some(stats_eps));
-        }
-        SeedEnd::Interrupted => panic!("not interrupted"),
-    }
+        &mixture_config(dir.path(), PRIVATE_STATS, BUDGET),
+    );
+    let plain = build(dir.path(), &mixture_config(dir.path(), "", BUDGET));
+    assert_head_releases_are_calibrated(&exp, &plain, &[(DpEvent::gaussian(8.0), 2)], 2.0);
 }
 
 #[test]
 fn a_fixed_noise_multiplier_run_reports_the_statistics_in_its_epsilon() {
     let dir = tempfile::tempdir().unwrap();
     let fixed = "[noise]\nnoise_multiplier = 1.0\n[privacy]\ndelta = 1e-5\n";
-    let with = Experiment::build(
-        config::load(&mixture_config(dir.path(), PRIVATE_STATS, fixed)).unwrap(),
+    let with = build(
         dir.path(),
-    )
-    .unwrap();
-    let without = Experiment::build(
-        config::load(&mixture_config(dir.path(), "", fixed)).unwrap(),
-        dir.path(),
-    )
-    .unwrap();
-    let eps = |e: &Experiment| {
-        e.plan
-            .epsilon_of(&e.plan.planned_ledger(e.plan.steps))
-            .unwrap()
-            .unwrap()
-            .epsilon
-    };
-    assert!(eps(&with) > eps(&without));
+        &mixture_config(dir.path(), PRIVATE_STATS, fixed),
+    );
+    let without = build(dir.path(), &mixture_config(dir.path(), "", fixed));
+    assert!(planned_epsilon(&with) > planned_epsilon(&without));
 }
 
 #[test]
