@@ -8,7 +8,11 @@
 //!
 //! This file runs the layers in sequence: the forward pass (keeping what the backward pass
 //! needs), the backward pass (stopping below the first trainable layer), and the assembly of the
-//! trainable layers' per-sample gradients into one [`BatchGradients`].
+//! trainable layers' per-sample gradients into one [`BatchGradients`]. Residual blocks
+//! ([`super::layer::residual`]) add the one exception to "in sequence": an add also reads the
+//! activation its block started from, which the forward pass keeps alive until then, and the
+//! backward pass adds the shortcut's adjoint to that activation's gradient. Every trainable layer
+//! still sees only its own input and delta, so its per-sample gradients are unchanged.
 
 use std::ops::Range;
 use std::sync::Arc;
