@@ -287,3 +287,71 @@ fn residual_entries_round_trip_through_json_and_toml() {
         vec![ResidualSave, Dense { units: 4 }, ResidualAdd]
     );
 }
+
+/// A private run of a residual MLP written in TOML (`residual_save` / `residual_add`) succeeds;
+/// the same config with the save removed, or a block that shrinks its features, exits 2 with a
+/// one-line error naming the entry.
+#[test]
+fn residual_layers_from_toml_train_or_are_refused() {
+    let dir = std::env::temp_dir().join(format!("dpx-residual-cli-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let layer = |kind: &str, extra: &str| format!("[[model.layers]]\nkind = \"{kind}\"\n{extra}\n");
+    let config = |layers: &str| {
+        format!(
+            "[experiment]\nname = \"residual\"\nseeds = [0]\n\n[data]\ndataset = \"gaussian_mixture\"\n\n\
+             [data.synthetic]\nn_train = 600\nn_test = 200\nn_features = 8\nn_classes = 3\nseed = 3\n\n\
+             [model]\narchitecture = \"cnn\"\n\n{layers}\n[train]\nepochs = 2\nexpected_batch_size = 100\n\
+             learning_rate = 0.5\n\n[clip]\nclip_norm = 1.0\n\n[privacy]\nepsilon = 2.0\ndelta = 1e-5\n"
+        )
+    };
+    let run = |name: &str, layers: String| {
+        let path = dir.join(format!("{name}.toml"));
+        std::fs::write(&path, config(&layers)).unwrap();
+        assert_cmd::Command::cargo_bin("dpx")
+            .unwrap()
+            .args(["run", "--quiet", "--threads", "1", "--out"])
+            .arg(dir.join(name))
+            .arg(&path)
+            .output()
+            .unwrap()
+    };
+    let block = |width: usize, save: bool| {
+        [
+            layer("dense", "out_features = 8"),
+            if save {
+                layer("residual_save", "")
+            } else {
+                String::new()
+            },
+            layer("dense", &format!("out_features = {width}")),
+            layer("tanh", ""),
+            layer("residual_add", ""),
+            layer("tanh", ""),
+        ]
+        .concat()
+    };
+    let ok = run("ok", block(12, true));
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    for (name, layers, want) in [
+        (
+            "unmatched",
+            block(12, false),
+            "without an open residual_save",
+        ),
+        ("shrinks", block(4, true), "shrinks 8 features to 4"),
+    ] {
+        let out = run(name, layers);
+        assert_eq!(out.status.code(), Some(2), "{name}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(want) && err.trim().lines().count() == 1,
+            "{name}: {err}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
