@@ -19,11 +19,34 @@ def cifar_cnn():  # tempered-sigmoid CIFAR-10 CNN (Papernot et al. 2021)
         c = out
     return nn.Sequential(*L, nn.Flatten(), nn.Linear(128 * 4 * 4, 128), nn.Tanh(), nn.Linear(128, 10))
 
+class BasicBlock(nn.Module):  # ResNet basic block, GN for BN, option-A shortcut (He et al. 2016, 4.1-4.2)
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        gn = lambda c: nn.GroupNorm(min(16, c // 4), c)
+        self.f = nn.Sequential(nn.Conv2d(cin, cout, 3, stride, padding=1), gn(cout), nn.ReLU(),
+                               nn.Conv2d(cout, cout, 3, padding=1), gn(cout))
+        self.stride, self.pad = stride, cout - cin
+
+    def forward(self, x):
+        s = x[:, :, ::self.stride, ::self.stride]
+        if self.pad:
+            s = nn.functional.pad(s, (0, 0, 0, 0, 0, self.pad))  # new channels zero, at the end
+        return torch.relu(self.f(x) + s)
+
+def resnet20_gn():  # dpx's resnet20_gn: 270,410 parameters
+    L, c = [nn.Conv2d(3, 16, 3, padding=1), nn.GroupNorm(4, 16), nn.ReLU()], 16
+    for stage, out in enumerate((16, 32, 64)):
+        for b in range(3):
+            L.append(BasicBlock(c, out, 2 if stage and not b else 1))
+            c = out
+    return nn.Sequential(*L, nn.AvgPool2d(8), nn.Flatten(), nn.Linear(64, 10))
+
 WORKLOADS = {
     "logreg_mnist": (lambda: nn.Sequential(nn.Flatten(), nn.Linear(784, 10)), (1, 28, 28), 256),
     "mlp_mnist": (lambda: nn.Sequential(nn.Flatten(), nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10)), (1, 28, 28), 256),
     "cnn_mnist": (mnist_cnn, (1, 28, 28), 256),
     "cnn_cifar10": (cifar_cnn, (3, 32, 32), 128),
+    "resnet20_gn_cifar10": (resnet20_gn, (3, 32, 32), 128),
 }
 
 def bench(name, mode, steps=20, warm=3):

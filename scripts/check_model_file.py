@@ -8,7 +8,9 @@ in its `dpx` metadata, runs the forward pass in NumPy (float64, PyTorch's layout
 [N, C, H, W], conv weights [C_out, C_in, kh, kw], dense weights [out, in]) on the inputs
 (little-endian f32, one row of input_shape features per example; a conv layer with
 `weight_standardization` uses its weight standardised per output channel over C_in·kh·kw,
-(W − mean) / sqrt(biased variance + 1e-5), Qiao et al. 2019 eq. 2), and compares with the
+(W − mean) / sqrt(biased variance + 1e-5), Qiao et al. 2019 eq. 2; `residual_save` pushes the activation on a stack and `residual_add`
+pops it and adds it, subsampled by the integer stride and zero-padded with new channels or
+features at the end when the block changed the shape: He et al. 2016's option A), and compares with the
 logits dpx computed (little-endian f32). Exits 1 when any logit differs by more than
 1e-5 * max(1, |logit|). Needs: numpy, safetensors.
 """
@@ -32,6 +34,7 @@ def windows(x, kernel, stride):
 def forward(spec, tensors, x):
     shape = spec["input_shape"]
     x = x.astype(np.float64).reshape([x.shape[0]] + list(shape))
+    skips = []
     for i, layer in enumerate(spec["layers"]):
         kind = layer["type"]
         weight = tensors.get(f"{i}.weight")
@@ -75,6 +78,15 @@ def forward(spec, tensors, x):
                 x = 1.0 / (1.0 + np.exp(-x))
             else:
                 raise SystemExit(f"unknown activation {f}")
+        elif kind == "residual_save":
+            skips.append(x)
+        elif kind == "residual_add":
+            a = skips.pop()
+            if x.ndim == 4:
+                s = a.shape[2] // x.shape[2]
+                a = a[:, :, ::s, ::s]
+            pad = [(0, 0), (0, x.shape[1] - a.shape[1])] + [(0, 0)] * (x.ndim - 2)
+            x = x + np.pad(a, pad)
         else:
             raise SystemExit(f"unknown layer type {kind}")
     return x

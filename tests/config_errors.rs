@@ -527,6 +527,23 @@ fn cnn_layers_are_checked_per_kind() {
         matches!(&e, ConfigError::NotApplicable { key, .. } if key == "model.layers[0].groups"),
         "{e:?}"
     );
+    // Residual entries take no keys; their matching is checked when the model is built.
+    let e = load(&cnn(
+        "[[model.layers]]\nkind = \"residual_save\"\nout_channels = 4",
+    ))
+    .expect_err("out_channels on residual_save");
+    assert!(
+        matches!(&e, ConfigError::NotApplicable { key, .. } if key == "model.layers[0].out_channels"),
+        "{e:?}"
+    );
+    let e = load(&cnn(
+        "[[model.layers]]\nkind = \"residual_add\"\nstride = 2",
+    ))
+    .expect_err("stride on residual_add");
+    assert!(
+        matches!(&e, ConfigError::NotApplicable { key, .. } if key == "model.layers[0].stride"),
+        "{e:?}"
+    );
     let spec = load(&cnn(
         "[[model.layers]]\nkind = \"dense\"\nout_features = 8\n[[model.layers]]\nkind = \"group_norm\"\ngroups = 2",
     ))

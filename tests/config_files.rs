@@ -265,6 +265,55 @@ clip_norm = 1.0
 epsilon = 1.0
 delta = 1e-5
 "#,
+        // ResNet-20 with group normalisation, and residual blocks written by hand.
+        r#"[data]
+dataset = "cifar10"
+[model]
+architecture = "resnet20_gn"
+[train]
+epochs = 1
+expected_batch_size = 256
+learning_rate = 1.0
+[clip]
+clip_norm = 0.1
+[privacy]
+epsilon = 8.0
+delta = 1e-5
+"#,
+        r#"[data]
+dataset = "cifar10"
+[model]
+architecture = "cnn"
+[[model.layers]]
+kind = "conv2d"
+out_channels = 8
+kernel_size = 3
+padding = 1
+[[model.layers]]
+kind = "residual_save"
+[[model.layers]]
+kind = "conv2d"
+out_channels = 16
+kernel_size = 3
+stride = 2
+padding = 1
+[[model.layers]]
+kind = "group_norm"
+groups = 4
+[[model.layers]]
+kind = "residual_add"
+[[model.layers]]
+kind = "relu"
+[train]
+epochs = 1
+expected_batch_size = 256
+learning_rate = 1.0
+[clip]
+clip_norm = 0.1
+[privacy]
+epsilon = 8.0
+delta = 1e-5
+"#,
     ];
     for case in cases {
         let text = format!("{head}{case}");

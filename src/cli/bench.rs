@@ -91,6 +91,7 @@ pub fn workloads() -> Vec<Workload> {
             bands: 8,
             ..w("cnn_cifar10_bandmf8", named("cifar_cnn"), 128, 1)
         },
+        w("resnet20_gn_cifar10", named("resnet20_gn"), 128, 1),
     ]
 }
 

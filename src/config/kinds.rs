@@ -143,6 +143,8 @@ pub enum Architecture {
     MnistCnn,
     /// The tanh CNN for 3×32×32 inputs (docs/benchmarks.md, cnn_cifar10).
     CifarCnn,
+    /// ResNet-20 with group normalisation for 3×32×32 inputs (docs/benchmarks.md, resnet20_gn).
+    Resnet20Gn,
 }
 
 impl Architecture {
@@ -154,6 +156,7 @@ impl Architecture {
             Architecture::Cnn => "cnn",
             Architecture::MnistCnn => "mnist_cnn",
             Architecture::CifarCnn => "cifar_cnn",
+            Architecture::Resnet20Gn => "resnet20_gn",
         }
     }
 }
@@ -199,6 +202,8 @@ pub enum LayerKind {
     GroupNorm,
     Relu,
     Tanh,
+    ResidualSave,
+    ResidualAdd,
 }
 
 impl LayerKind {
@@ -213,6 +218,8 @@ impl LayerKind {
             LayerKind::GroupNorm => "group_norm",
             LayerKind::Relu => "relu",
             LayerKind::Tanh => "tanh",
+            LayerKind::ResidualSave => "residual_save",
+            LayerKind::ResidualAdd => "residual_add",
         }
     }
 }

@@ -365,7 +365,8 @@ impl ExperimentSpec {
         match &self.model.architecture {
             ModelArchitecture::Logistic
             | ModelArchitecture::MnistCnn
-            | ModelArchitecture::CifarCnn => {}
+            | ModelArchitecture::CifarCnn
+            | ModelArchitecture::Resnet20Gn => {}
             ModelArchitecture::Mlp { hidden, activation } => {
                 raw.hidden = Some(hidden.iter().map(|&h| int(h)).collect());
                 raw.activation = Some(*activation);
@@ -581,6 +582,8 @@ fn raw_layer(l: &LayerSpec) -> RawLayer {
         },
         LayerSpec::Relu => base(LayerKind::Relu),
         LayerSpec::Tanh => base(LayerKind::Tanh),
+        LayerSpec::ResidualSave => base(LayerKind::ResidualSave),
+        LayerSpec::ResidualAdd => base(LayerKind::ResidualAdd),
     }
 }
 

@@ -5,10 +5,11 @@
 //!
 //! - [`spec`]: [`ModelSpec`] / [`LayerSpec`], what a user asks for, and the named architectures.
 //! - [`layer`]: the [`layer::Layer`] trait and one file per layer (dense, conv2d, pooling,
-//!   activations, reshapes), each with its forward, backward and per-sample gradient maths; the
-//!   registry that builds a layer from its spec.
+//!   activations, reshapes, residual adds), each with its forward, backward and per-sample
+//!   gradient maths; the registry that builds a layer from its spec.
 //! - [`network`]: [`Model`], built from a spec: parameter layout, seeded initialisation, the
-//!   layers run in sequence for forward, evaluation, non-private and per-sample gradients.
+//!   layers run in sequence (with the skip connections of residual blocks) for forward,
+//!   evaluation, non-private and per-sample gradients.
 //! - [`per_sample`]: [`BatchGradients`], per-sample gradients without a `[B, P]` matrix.
 //! - [`sums`]: the reductions of per-sample gradients (sums of squares, weighted sums).
 //! - [`artifact`]: a model's parameters saved as safetensors (PyTorch's names and layouts)

@@ -8,7 +8,11 @@
 //!
 //! This file runs the layers in sequence: the forward pass (keeping what the backward pass
 //! needs), the backward pass (stopping below the first trainable layer), and the assembly of the
-//! trainable layers' per-sample gradients into one [`BatchGradients`].
+//! trainable layers' per-sample gradients into one [`BatchGradients`]. Residual blocks
+//! ([`super::layer::residual`]) add the one exception to "in sequence": an add also reads the
+//! activation its block started from, which the forward pass keeps alive until then, and the
+//! backward pass adds the shortcut's adjoint to that activation's gradient. Every trainable layer
+//! still sees only its own input and delta, so its per-sample gradients are unchanged.
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -97,6 +101,8 @@ impl ModelSpec {
         let mut ctx = BuildContext {
             index: 0,
             next_param: 0,
+            built_layers: layers.len(),
+            open_blocks: Vec::new(),
         };
         for (index, spec) in self.layers.iter().enumerate() {
             let bad = |reason: String| ModelError::InvalidLayer {
@@ -105,6 +111,7 @@ impl ModelSpec {
                 reason,
             };
             ctx.index = index;
+            ctx.built_layers = layers.len();
             let Some(built) = layer::build(spec, shape, &mut ctx).map_err(bad)? else {
                 continue;
             };
@@ -123,6 +130,13 @@ impl ModelSpec {
                 });
             }
             layers.push(built);
+        }
+        if let Some(open) = ctx.open_blocks.last() {
+            return Err(ModelError::InvalidLayer {
+                index: open.spec_index,
+                layer: "ResidualSave".into(),
+                reason: "no residual_add closes the block it opens".into(),
+            });
         }
         let output_size = match shape {
             Shape::Flat(d) => d,
@@ -654,6 +668,10 @@ impl Model {
     }
 
     /// Forward pass keeping (`keep`) or dropping the values the backward pass needs.
+    ///
+    /// The skip source of a residual block (`acts[a]`, see [`super::layer::residual`]) stays
+    /// alive until the last add that reads it: no layer runs in place on it, and a pass that
+    /// keeps nothing drops it only after that add.
     pub(crate) fn trace<'a>(
         &self,
         params: ArrayView1<'_, f32>,
@@ -663,12 +681,23 @@ impl Model {
         let n = self.layers.len();
         let mut acts: Vec<CowArray<'a, f32, Ix2>> = Vec::with_capacity(n + 1);
         let mut saved: Vec<Option<Saved>> = (0..n).map(|_| None).collect();
+        // Per activation: how many residual adds still have to read it.
+        let mut skip_reads = vec![0usize; n + 1];
+        for layer in &self.layers {
+            if let Some(shortcut) = layer.shortcut() {
+                skip_reads[shortcut.source] += 1;
+            }
+        }
         acts.push(CowArray::from(x));
         for (i, layer) in self.layers.iter().enumerate() {
             // An element-wise layer whose backward pass needs only its output runs in place on
             // its input when nothing else needs that input (the previous layer's backward pass
-            // does not read its output); the model's input is borrowed, never overwritten.
-            let in_place = i > 0 && !layer.keeps_input() && !self.layers[i - 1].keeps_output();
+            // does not read its output, no residual add still reads it); the model's input is
+            // borrowed, never overwritten.
+            let in_place = i > 0
+                && skip_reads[i] == 0
+                && !layer.keeps_input()
+                && !self.layers[i - 1].keeps_output();
             let mut out = None;
             if in_place {
                 let mut owned =
@@ -679,7 +708,7 @@ impl Model {
                     acts[i] = CowArray::from(owned);
                 }
             }
-            let out = match out {
+            let mut out = match out {
                 Some(out) => out,
                 None => {
                     let f = layer.forward(params, acts[i].view(), keep);
@@ -689,7 +718,15 @@ impl Model {
                     f.output
                 }
             };
-            if !keep && i > 0 {
+            if let Some(shortcut) = layer.shortcut() {
+                let a = shortcut.source;
+                shortcut.add_to(&mut out, acts[a].view());
+                skip_reads[a] -= 1;
+                if !keep && a > 0 && a < i && skip_reads[a] == 0 {
+                    acts[a] = CowArray::from(layer::empty());
+                }
+            }
+            if !keep && i > 0 && skip_reads[i] == 0 {
                 acts[i] = CowArray::from(layer::empty());
             }
             acts.push(CowArray::from(out));
@@ -700,7 +737,8 @@ impl Model {
     /// Backward pass from the logits' gradient; returns each trainable layer's delta (the loss
     /// gradient with respect to its output, in the layout its per-sample gradients expect: `[B,
     /// units]` for dense, `[B·L, C_out]` for conv). Stops below the first trainable layer (its
-    /// input gradient is never needed).
+    /// input gradient is never needed). A residual add's shortcut contributes Sᵀ(∂L/∂y) to the
+    /// gradient of its block's source (He et al. 2016, eq. 1; [`super::layer::residual`]).
     fn backward(
         &self,
         params: ArrayView1<'_, f32>,
@@ -714,7 +752,15 @@ impl Model {
             .position(|i| !self.layers[i].params().is_empty() && !self.frozen[i])
             .unwrap_or(n);
         let mut d = dlogits;
+        // Sᵀ(∂L/∂y) of the residual adds passed, with the activation it belongs to; blocks nest,
+        // so the innermost (largest source) is on top.
+        let mut skips: Vec<(usize, Array2<f32>)> = Vec::new();
         for i in (first..n).rev() {
+            if let Some(shortcut) = self.layers[i].shortcut()
+                && shortcut.source > first
+            {
+                skips.push((shortcut.source, shortcut.adjoint(d.view())));
+            }
             let ctx = BackwardContext {
                 params,
                 input: trace.acts[i].view(),
@@ -725,6 +771,10 @@ impl Model {
             let step = self.layers[i].backward(ctx, d, i > first);
             deltas[i] = if self.frozen[i] { None } else { step.delta };
             d = step.input_gradient.unwrap_or_else(layer::empty);
+            // `d` is ∂L/∂acts[i] through the layers; a block starting here adds its shortcut's.
+            while let Some((_, g)) = skips.pop_if(|(a, _)| *a == i) {
+                d += &g;
+            }
         }
         deltas
     }

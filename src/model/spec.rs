@@ -63,6 +63,14 @@ pub enum LayerSpec {
     GroupNorm { groups: usize },
     /// An element-wise activation.
     Activation { function: Activation },
+    /// Opens a residual block (He et al. 2016): the activation here is the block's skip source.
+    /// Parameter-free, builds no layer (see [`crate::model::layer::residual`]).
+    ResidualSave,
+    /// Closes the innermost open residual block: its input plus the shortcut of the block's
+    /// source — the identity, or when the block changed the shape, option A of He et al. 2016
+    /// (§4.1): subsampling by the integer stride and zero-padding of the new channels.
+    /// Parameter-free.
+    ResidualAdd,
 }
 
 impl LayerSpec {
@@ -132,7 +140,13 @@ pub struct ModelSpec {
 }
 
 /// The names accepted by [`ModelSpec::named`].
-pub const NAMED_ARCHITECTURES: &[&str] = &["mnist_cnn", "cifar_cnn", "logreg_mnist", "mlp_mnist"];
+pub const NAMED_ARCHITECTURES: &[&str] = &[
+    "mnist_cnn",
+    "cifar_cnn",
+    "resnet20_gn",
+    "logreg_mnist",
+    "mlp_mnist",
+];
 
 impl ModelSpec {
     /// Multinomial logistic regression `d → k` with softmax cross-entropy (`k ≥ 2`).
@@ -237,12 +251,74 @@ impl ModelSpec {
         }
     }
 
-    /// A named architecture: `mnist_cnn`, `cifar_cnn`, `logreg_mnist` (784 → 10) or `mlp_mnist`
-    /// (784 → 512 → 512 → 10, ReLU). `None` for an unknown name (see [`NAMED_ARCHITECTURES`]).
+    /// ResNet-20 for CIFAR-10 (He et al. 2016, §4.2) with group normalisation in place of batch
+    /// normalisation: conv 3×3 16 p1, GN, ReLU; 3 stages × 3 basic blocks of 16, 32, 64
+    /// channels, each block `[save] conv 3×3, GN, ReLU, conv 3×3, GN [add]` then ReLU, the first
+    /// block of stages 2 and 3 with stride 2 and the parameter-free option-A shortcut
+    /// (subsampling and zero-padded channels: [`crate::model::layer::residual`]); global average
+    /// pooling (avg pool 8 s8), flatten, dense 10. Input `[3, 32, 32]`; 270,410 parameters
+    /// (He et al.'s 0.27 M: 267,696 convolution weights, GN's γ and β 1,376, dense 650, and
+    /// the 688 biases dpx's convolutions carry, which BN-followed ones usually drop).
+    ///
+    /// Group normalisation: batch normalisation mixes the examples of a batch, so per-sample
+    /// gradients (and DP-SGD's clipping) would not be those of one example; GN normalises each
+    /// example on its own (Wu & He 2018). De et al. 2022 (arXiv:2204.13650) use GN with 16
+    /// groups on WRN-16-4, whose 64/128/256 channels give 4/8/16 channels per group. ResNet-20 is
+    /// 4× narrower, where 16 groups of 16 channels would be instance normalisation (one channel
+    /// per group, which Wu & He find worst); each GN here has `min(16, C/4)` groups: 4, 8 and 16
+    /// groups of 4 channels, De et al.'s 16 groups where the width allows it.
+    ///
+    /// Scaled down from the DC-SGD paper (Wei et al., arXiv:2503.22988), which reports CIFAR-10
+    /// with ResNet-18/34 (11–21 M parameters, stages of 64–512 channels): dpx trains on a 2-core
+    /// CPU, and ResNet-18 has ~40× the parameters (the per-sample norm pass and the noise are
+    /// O(P) per example and per step) and over 10× the multiply-adds per 32×32 image. ResNet-20
+    /// keeps the residual structure (skips, stride-2 stages, global pooling) at a size a CPU can
+    /// train; the depth, widths and the shortcut type are He et al.'s CIFAR ones, not the paper's.
+    pub fn resnet20_gn() -> Self {
+        use Activation::Relu;
+        let gn = |channels: usize| LayerSpec::GroupNorm {
+            groups: (channels / 4).clamp(1, 16),
+        };
+        let mut layers = vec![LayerSpec::conv(16, 3, 1, 1), gn(16), LayerSpec::act(Relu)];
+        for (stage, channels) in [16, 32, 64].into_iter().enumerate() {
+            for block in 0..3 {
+                let stride = if stage > 0 && block == 0 { 2 } else { 1 };
+                layers.extend([
+                    LayerSpec::ResidualSave,
+                    LayerSpec::conv(channels, 3, stride, 1),
+                    gn(channels),
+                    LayerSpec::act(Relu),
+                    LayerSpec::conv(channels, 3, 1, 1),
+                    gn(channels),
+                    LayerSpec::ResidualAdd,
+                    LayerSpec::act(Relu),
+                ]);
+            }
+        }
+        layers.extend([
+            LayerSpec::AvgPool {
+                kernel: 8,
+                stride: 8,
+            },
+            LayerSpec::Flatten,
+            LayerSpec::Dense { units: 10 },
+        ]);
+        ModelSpec {
+            input_shape: vec![3, 32, 32],
+            layers,
+            loss: LossKind::SoftmaxCrossEntropy,
+            l2: 0.0,
+        }
+    }
+
+    /// A named architecture: `mnist_cnn`, `cifar_cnn`, `resnet20_gn`, `logreg_mnist` (784 → 10)
+    /// or `mlp_mnist` (784 → 512 → 512 → 10, ReLU). `None` for an unknown name (see
+    /// [`NAMED_ARCHITECTURES`]).
     pub fn named(name: &str) -> Option<Self> {
         match name {
             "mnist_cnn" => Some(Self::mnist_cnn()),
             "cifar_cnn" => Some(Self::cifar_cnn()),
+            "resnet20_gn" => Some(Self::resnet20_gn()),
             "logreg_mnist" => Some(Self::logistic_regression(784, 10)),
             "mlp_mnist" => Some(Self::mlp(784, &[512, 512], Activation::Relu, 10)),
             _ => None,

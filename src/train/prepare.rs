@@ -743,6 +743,7 @@ pub fn model_spec(spec: &ExperimentSpec, sample_shape: &[usize], num_classes: us
         } => ModelSpec::mlp(input_dim, hidden, activation(*a), num_classes.max(2)),
         ModelArchitecture::MnistCnn => ModelSpec::mnist_cnn(),
         ModelArchitecture::CifarCnn => ModelSpec::cifar_cnn(),
+        ModelArchitecture::Resnet20Gn => ModelSpec::resnet20_gn(),
         ModelArchitecture::Cnn { layers } => {
             let mut out = Vec::with_capacity(layers.len() + 2);
             let mut spatial = sample_shape.len() == 3;
@@ -795,6 +796,8 @@ pub fn model_spec(spec: &ExperimentSpec, sample_shape: &[usize], num_classes: us
                     SpecLayer::GroupNorm { groups } => out.push(LayerSpec::GroupNorm { groups }),
                     SpecLayer::Relu => out.push(LayerSpec::act(Activation::Relu)),
                     SpecLayer::Tanh => out.push(LayerSpec::act(Activation::Tanh)),
+                    SpecLayer::ResidualSave => out.push(LayerSpec::ResidualSave),
+                    SpecLayer::ResidualAdd => out.push(LayerSpec::ResidualAdd),
                 }
             }
             if spatial {

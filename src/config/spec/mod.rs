@@ -175,7 +175,7 @@ impl ExperimentSpec {
         }
         let needed = match self.model.architecture {
             ModelArchitecture::MnistCnn => Some((784, "1×28×28")),
-            ModelArchitecture::CifarCnn => Some((3072, "3×32×32")),
+            ModelArchitecture::CifarCnn | ModelArchitecture::Resnet20Gn => Some((3072, "3×32×32")),
             ModelArchitecture::Logistic
             | ModelArchitecture::Mlp { .. }
             | ModelArchitecture::Cnn { .. } => None,
@@ -293,6 +293,7 @@ pub fn validate(raw: &RawConfig, source: &Path) -> Result<ExperimentSpec, Config
             ModelArchitecture::Cnn { .. }
                 | ModelArchitecture::MnistCnn
                 | ModelArchitecture::CifarCnn
+                | ModelArchitecture::Resnet20Gn
         )
     {
         return Err(v.conflict(
@@ -304,13 +305,15 @@ pub fn validate(raw: &RawConfig, source: &Path) -> Result<ExperimentSpec, Config
     if matches!(data.features, FeatureMap::Scattering { .. })
         && matches!(
             model.architecture,
-            ModelArchitecture::MnistCnn | ModelArchitecture::CifarCnn
+            ModelArchitecture::MnistCnn
+                | ModelArchitecture::CifarCnn
+                | ModelArchitecture::Resnet20Gn
         )
     {
         return Err(v.conflict(
             "data.features",
             "model.architecture",
-            "the fixed model.architecture = mnist_cnn/cifar_cnn expect pixels; on scattering features use architecture = \"cnn\" with [[model.layers]], \"mlp\" or \"logistic\"",
+            "the fixed model.architecture = mnist_cnn/cifar_cnn/resnet20_gn expect pixels; on scattering features use architecture = \"cnn\" with [[model.layers]], \"mlp\" or \"logistic\"",
         ));
     }
     let train = match (&accelerated, raw.train.learning_rate) {

@@ -34,6 +34,7 @@ pub enum ModelArchitecture {
     },
     MnistCnn,
     CifarCnn,
+    Resnet20Gn,
 }
 
 impl ModelArchitecture {
@@ -45,6 +46,7 @@ impl ModelArchitecture {
             ModelArchitecture::Cnn { .. } => Architecture::Cnn,
             ModelArchitecture::MnistCnn => Architecture::MnistCnn,
             ModelArchitecture::CifarCnn => Architecture::CifarCnn,
+            ModelArchitecture::Resnet20Gn => Architecture::Resnet20Gn,
         }
     }
 }
@@ -79,6 +81,11 @@ pub enum LayerSpec {
     },
     Relu,
     Tanh,
+    /// Opens a residual block: the activation here is its skip source.
+    ResidualSave,
+    /// Closes the innermost open residual block: adds its source through the parameter-free
+    /// shortcut (He et al. 2016, option A).
+    ResidualAdd,
 }
 
 impl Checker<'_> {
@@ -86,7 +93,7 @@ impl Checker<'_> {
         let arch = m.architecture.ok_or_else(|| {
             self.missing(
                 "model.architecture",
-                "choose logistic, mlp, cnn, mnist_cnn or cifar_cnn",
+                "choose logistic, mlp, cnn, mnist_cnn, cifar_cnn or resnet20_gn",
             )
         })?;
         let name = arch.name();
@@ -104,6 +111,7 @@ impl Checker<'_> {
             Architecture::Logistic => ModelArchitecture::Logistic,
             Architecture::MnistCnn => ModelArchitecture::MnistCnn,
             Architecture::CifarCnn => ModelArchitecture::CifarCnn,
+            Architecture::Resnet20Gn => ModelArchitecture::Resnet20Gn,
             Architecture::Mlp => {
                 let hidden = m.hidden.as_ref().ok_or_else(|| {
                     self.missing(
@@ -292,6 +300,14 @@ impl Checker<'_> {
             LayerKind::Tanh => {
                 uses(false, false, false, false)?;
                 LayerSpec::Tanh
+            }
+            LayerKind::ResidualSave => {
+                uses(false, false, false, false)?;
+                LayerSpec::ResidualSave
+            }
+            LayerKind::ResidualAdd => {
+                uses(false, false, false, false)?;
+                LayerSpec::ResidualAdd
             }
         })
     }

@@ -14,7 +14,10 @@
 //! - [`pool`]: max and average pooling;
 //! - [`group_norm`]: group normalisation (per example, so per-sample gradients stay valid);
 //! - [`activation`]: element-wise activations;
-//! - [`reshape`]: the channel-major ↔ channels-last permutations (`ToChannelsLast`, `Flatten`).
+//! - [`reshape`]: the channel-major ↔ channels-last permutations (`ToChannelsLast`, `Flatten`);
+//! - [`residual`]: skip connections — `ResidualSave` opens a block (it builds no layer, only marks
+//!   the activation the block starts from), `ResidualAdd` closes it with [`residual::Add`], whose
+//!   parameter-free shortcut the network adds (the design and its maths are in that file).
 //!
 //! Adding a layer is one new file here plus one arm in [`build`] (the registry), beside its
 //! [`LayerSpec`] variant. The per-sample gradient tests (`tests/per_sample.rs`) run one harness
@@ -30,6 +33,7 @@ pub mod dense;
 pub mod group_norm;
 pub mod pool;
 pub mod reshape;
+pub mod residual;
 pub mod weight_std;
 
 use std::any::Any;
@@ -199,6 +203,12 @@ pub trait Layer: fmt::Debug + Send + Sync {
         keep: bool,
     ) -> Forward;
 
+    /// The shortcut a residual add adds to its output from an earlier activation (the network
+    /// reads that activation and adds `S(a)`; see [`residual`]); `None` for every other layer.
+    fn shortcut(&self) -> Option<&residual::Shortcut> {
+        None
+    }
+
     /// Run the forward pass in place when the layer is element-wise; `false` when it cannot.
     fn forward_in_place(&self, _x: &mut Array2<f32>) -> bool {
         false
@@ -244,6 +254,11 @@ pub struct BuildContext {
     pub index: usize,
     /// The next free position of the flat parameter vector.
     pub next_param: usize,
+    /// How many layers the model has built so far: the index in its trace of the activation
+    /// the next layer reads (where a `ResidualSave` opens a block).
+    pub built_layers: usize,
+    /// The residual blocks opened and not yet closed, innermost last.
+    pub open_blocks: Vec<residual::OpenBlock>,
 }
 
 impl BuildContext {
@@ -265,7 +280,8 @@ impl BuildContext {
 }
 
 /// The registry: build the layer a spec entry asks for on an input of shape `input`. `Ok(None)`
-/// when the entry is a no-op here (flatten on a vector). Errors say what is wrong with the entry.
+/// when the entry builds no layer (flatten on a vector; `ResidualSave`, which only opens a block
+/// in `ctx`). Errors say what is wrong with the entry.
 pub fn build(
     spec: &LayerSpec,
     input: Shape,
@@ -305,6 +321,15 @@ pub fn build(
             function,
             shape: input,
         }),
+        LayerSpec::ResidualSave => {
+            ctx.open_blocks.push(residual::OpenBlock {
+                spec_index: ctx.index,
+                source: ctx.built_layers,
+                shape: input,
+            });
+            return Ok(None);
+        }
+        LayerSpec::ResidualAdd => Arc::new(residual::Add::build(ctx.open_blocks.pop(), input)?),
     };
     Ok(Some(layer))
 }
