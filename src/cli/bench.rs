@@ -1,8 +1,9 @@
 //! `dpx bench`: step throughput of the reference workloads of `docs/benchmarks.md`
 //! (logreg_mnist, mlp_mnist, cnn_mnist, cnn_cifar10, and the accuracy techniques on CIFAR-10:
 //! cnn_cifar10_gn_ws with group normalisation and weight standardisation, cnn_cifar10_augmult4
-//! with 4 augmented views per example, and cnn_cifar10_bandmf8, whose DP step adds BandMF's noise
-//! correlated over 8 bands), each as a non-private SGD step and a DP-SGD step, at one thread and
+//! with 4 augmented views per example, cnn_cifar10_bandmf8, whose DP step adds BandMF's noise
+//! correlated over 8 bands; and resnet20_gn_cifar10, the residual network with group
+//! normalisation), each as a non-private SGD step and a DP-SGD step, at one thread and
 //! at all threads.
 //!
 //! With views, a step runs K·B rows; the DP step clips each example's mean over its views
@@ -39,7 +40,7 @@ use crate::privacy::mechanism::{GaussianSource, add_gaussian_noise};
 /// Arguments of `dpx bench`.
 #[derive(Debug, clap::Args)]
 pub struct BenchArgs {
-    /// Workload to run (repeatable): logreg_mnist, mlp_mnist, cnn_mnist, cnn_cifar10, cnn_cifar10_gn_ws, cnn_cifar10_augmult4, cnn_cifar10_bandmf8. Default: all.
+    /// Workload to run (repeatable): logreg_mnist, mlp_mnist, cnn_mnist, cnn_cifar10, cnn_cifar10_gn_ws, cnn_cifar10_augmult4, cnn_cifar10_bandmf8, resnet20_gn_cifar10. Default: all.
     #[arg(long = "workload", value_name = "NAME")]
     pub workloads: Vec<String>,
     /// Timed steps per (workload, mode, threads), after 3 warm-up steps. Default: at least 20
