@@ -223,23 +223,54 @@ fn sigkill_after_a_checkpoint_then_resume_equals_an_uninterrupted_run() {
     assert_same_outputs(&reference, &out);
 }
 
-/// Start a run that never checkpoints periodically, SIGTERM it a random while into training and
-/// check that it exits as interrupted (the checkpoint it leaves is the interrupt's).
+/// Start a run that never checkpoints periodically, SIGTERM it `delay` into training and check
+/// that it exits as interrupted (the checkpoint it leaves is the interrupt's). Returns `false`
+/// when the run had already finished (a fast machine): then nothing was interrupted.
 #[cfg(unix)]
-fn sigterm_mid_run(cfg: &Path, out: &Path) {
+fn sigterm_mid_run(cfg: &Path, out: &Path, delay: Duration) -> bool {
     let mut child = spawn(cfg, out, &["--checkpoint-every", "100000000"]);
     let start = Instant::now();
     while !out.join("seeds").exists() {
         assert!(start.elapsed() < Duration::from_secs(120), "no output");
         std::thread::sleep(Duration::from_millis(1));
     }
-    std::thread::sleep(Duration::from_millis(150 + random_ms(300)));
-    assert!(child.try_wait().unwrap().is_none(), "finished too early");
+    std::thread::sleep(delay);
+    if child.try_wait().unwrap().is_some() {
+        return false;
+    }
     let pid = child.id().to_string();
     let sent = Process::new("kill").args(["-TERM", &pid]).status().unwrap();
     assert!(sent.success());
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(130), "SIGTERM is an interruption");
+    match child.wait().unwrap().code() {
+        Some(130) => true,
+        // It finished between the check above and the signal.
+        Some(0) => false,
+        other => panic!("SIGTERM is an interruption (exit 130), got {other:?}"),
+    }
+}
+
+/// SIGTERM runs of `cfg` (in `dir/{prefix}{attempt}`) until one stops a seed in flight, which
+/// must leave exactly one checkpoint; returns that run's output directory. A signal that lands
+/// between two seeds, or before the first step on a loaded machine, finds no seed in flight and
+/// leaves no checkpoint (also correct); a run that finishes before its signal is due was too fast
+/// for the delay, which is then halved.
+#[cfg(unix)]
+fn sigterm_a_seed_in_flight(cfg: &Path, dir: &Path, prefix: &str) -> PathBuf {
+    let mut max_delay_ms = 450;
+    for attempt in 0..12 {
+        let out = dir.join(format!("{prefix}{attempt}"));
+        let delay = Duration::from_millis(max_delay_ms / 3 + random_ms(max_delay_ms * 2 / 3));
+        if !sigterm_mid_run(cfg, &out, delay) {
+            max_delay_ms = (max_delay_ms / 2).max(3);
+            continue;
+        }
+        let n = checkpoints(&out).len();
+        assert!(n <= 1, "at most the seed in flight checkpoints, found {n}");
+        if n == 1 {
+            return out;
+        }
+    }
+    panic!("no attempt stopped a seed in flight");
 }
 
 #[cfg(unix)]
@@ -248,24 +279,7 @@ fn sigterm_writes_a_checkpoint_and_resume_equals_an_uninterrupted_run() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(dir.path());
     let reference = reference(dir.path(), &cfg);
-    // A signal that lands between two seeds, or before the first step on a loaded machine, finds
-    // no seed in flight and leaves no checkpoint (also correct); try again until one lands
-    // inside a seed, which must then leave exactly one.
-    let mut out = dir.path().join("stopped0");
-    for attempt in 0..8 {
-        out = dir.path().join(format!("stopped{attempt}"));
-        sigterm_mid_run(&cfg, &out);
-        let n = checkpoints(&out).len();
-        assert!(n <= 1, "at most the seed in flight checkpoints, found {n}");
-        if n == 1 {
-            break;
-        }
-    }
-    assert_eq!(
-        checkpoints(&out).len(),
-        1,
-        "no attempt stopped a seed in flight"
-    );
+    let out = sigterm_a_seed_in_flight(&cfg, dir.path(), "stopped");
     dpx()
         .args(["run", "--threads", "1", "--resume", "--out"])
         .arg(&out)
@@ -381,9 +395,7 @@ fn secure_noise_resumes_with_fresh_noise_and_the_same_epsilon() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = config_with(dir.path(), "secure_noise = true");
     let reference = reference(dir.path(), &cfg);
-    let out = dir.path().join("secure");
-    sigterm_mid_run(&cfg, &out);
-    assert_eq!(checkpoints(&out).len(), 1);
+    let out = sigterm_a_seed_in_flight(&cfg, dir.path(), "secure");
     dpx()
         .args(["run", "--threads", "1", "--resume", "--out"])
         .arg(&out)
