@@ -6,14 +6,15 @@
 
 #[path = "support/cli.rs"]
 mod cli;
+#[path = "support/influence.rs"]
+mod influence;
 
 use std::sync::atomic::AtomicBool;
-
-use ndarray::{Array2, Axis};
 
 use cli::{dpx, write};
 use dpx::train::prepare::Experiment;
 use dpx::train::{SeedEnd, Silent, train_seed};
+use influence::{build, influence_by_powers};
 
 const STEPS: u64 = 30;
 
@@ -64,34 +65,6 @@ accountant = "zcdp-paper"
     )
 }
 
-fn build(text: &str) -> Experiment {
-    let dir = tempfile::tempdir().unwrap();
-    let spec = dpx::config::load_str(text, &dir.path().join("c.toml")).expect("valid config");
-    Experiment::build(spec, dir.path()).expect("buildable")
-}
-
-/// q_t = tr(H (I − ηH)^{2(T−1−t)}) with H = X̃ᵀX̃/n, X̃ = [X, 1], by matrix powers (no eigenvalues).
-fn influence_by_powers(exp: &Experiment, eta: f64) -> Vec<f64> {
-    let x = &exp.data.train.features;
-    let (n, d) = x.dim();
-    let mut xt = Array2::<f64>::ones((n, d + 1));
-    for (mut row, src) in xt.axis_iter_mut(Axis(0)).zip(x.axis_iter(Axis(0))) {
-        for j in 0..d {
-            row[j] = f64::from(src[j]);
-        }
-    }
-    let h = xt.t().dot(&xt) / n as f64;
-    let a = Array2::<f64>::eye(d + 1) - &h * eta;
-    let a2 = a.dot(&a);
-    let mut power = Array2::<f64>::eye(d + 1);
-    let mut q = vec![0.0; STEPS as usize];
-    for t in (0..STEPS as usize).rev() {
-        q[t] = h.dot(&power).diag().sum();
-        power = power.dot(&a2);
-    }
-    q
-}
-
 #[test]
 fn dyn_is_lemma_4_1_on_the_training_data_hessian_within_the_budget() {
     let eta = 0.1;
@@ -105,7 +78,7 @@ fn dyn_is_lemma_4_1_on_the_training_data_hessian_within_the_budget() {
     let sigma: Vec<f64> = (0..STEPS)
         .map(|t| exp.plan.noise_multiplier_at(t).unwrap())
         .collect();
-    let q = influence_by_powers(&exp, eta);
+    let q = influence_by_powers(&exp, eta, STEPS as usize);
     // σ_t² ∝ 1/√q_t: σ_t⁴ q_t is the same at every step.
     let c = sigma[0].powi(4) * q[0];
     for t in 0..STEPS as usize {

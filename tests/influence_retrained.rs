@@ -7,12 +7,13 @@
 
 #[path = "support/cli.rs"]
 mod cli;
-
-use ndarray::{Array2, Axis};
+#[path = "support/influence.rs"]
+mod influence;
 
 use cli::{dpx, write};
 use dpx::train::influence_retrain::retrained_influence;
 use dpx::train::prepare::Experiment;
+use influence::{build, influence_by_powers};
 
 /// The zCDP-paper budget R = Σ 1/σ_t² at (4, 1e-8).
 const BUDGET_R: f64 = 0.392_703_706_880_567_4;
@@ -65,34 +66,6 @@ accountant = "zcdp-paper"
     )
 }
 
-fn build(text: &str) -> Experiment {
-    let dir = tempfile::tempdir().unwrap();
-    let spec = dpx::config::load_str(text, &dir.path().join("c.toml")).expect("valid config");
-    Experiment::build(spec, dir.path()).expect("buildable")
-}
-
-/// q_t = tr(H (I − ηH)^{2(T−1−t)}) with H = X̃ᵀX̃/n, X̃ = [X, 1], by matrix powers.
-fn analytic_influence(exp: &Experiment, eta: f64, steps: usize) -> Vec<f64> {
-    let x = &exp.data.train.features;
-    let (n, d) = x.dim();
-    let mut xt = Array2::<f64>::ones((n, d + 1));
-    for (mut row, src) in xt.axis_iter_mut(Axis(0)).zip(x.axis_iter(Axis(0))) {
-        for j in 0..d {
-            row[j] = f64::from(src[j]);
-        }
-    }
-    let h = xt.t().dot(&xt) / n as f64;
-    let a = Array2::<f64>::eye(d + 1) - &h * eta;
-    let a2 = a.dot(&a);
-    let mut power = Array2::<f64>::eye(d + 1);
-    let mut q = vec![0.0; steps];
-    for t in (0..steps).rev() {
-        q[t] = h.dot(&power).diag().sum();
-        power = power.dot(&a2);
-    }
-    q
-}
-
 #[test]
 fn on_the_squared_loss_the_retrained_influence_is_the_analytic_one() {
     // Every step estimated, 64 antithetic pairs, σ_t from 1 to 10: with C = 1000 no gradient is
@@ -115,7 +88,7 @@ fn on_the_squared_loss_the_retrained_influence_is_the_analytic_one() {
     assert_eq!(est.clipped_fraction, 0.0);
     // The noise of the mean gradient is σ_t C/B ν (B = 400): its expected share of the final loss
     // is ½ η² (C/B)² q_t σ_t² (docs/methods/dynamic_noise.md §1.2(g)), so c₂ = ½ η² (C/B)² q_t.
-    let q = analytic_influence(&exp, 0.1, T);
+    let q = influence_by_powers(&exp, 0.1, T);
     let scale = 0.5 * 0.1f64.powi(2) * (1000.0f64 / 400.0).powi(2);
     for (t, (&qt, (&c2, &se))) in q
         .iter()
