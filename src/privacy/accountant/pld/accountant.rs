@@ -57,6 +57,9 @@ pub struct PldAccountant {
     sigma_grid: Option<f64>,
     /// The last binned composition: (distinct Gaussian mechanisms, after rounding), for the notes.
     binned: Option<(usize, usize)>,
+    /// Random-allocation epochs composed so far: the coarsest lattice step, and whether any
+    /// epoch was accounted as one unamplified Gaussian release, for the notes.
+    allocation: Option<(f64, bool)>,
 }
 
 /// How many distinct mechanisms are composed (with the state) in one Fourier-domain pass.
@@ -164,6 +167,7 @@ impl PldAccountant {
             lower: false,
             sigma_grid: None,
             binned: None,
+            allocation: None,
         }
     }
 
@@ -597,6 +601,19 @@ impl PldAccountant {
              grid of {}, tails truncated pessimistically",
             self.interval
         )];
+        if let Some((step, gaussian)) = self.allocation {
+            if step > 0.0 {
+                notes.push(format!(
+                    "balls-in-bins epochs: PLD of random allocation (Chua et al. 2025 dominating pair, both directions), likelihood-ratio terms rounded up on a lattice of step {step:.3e} (each epoch's loss overestimated by about that much at most)"
+                ));
+            }
+            if gaussian {
+                notes.push(
+                    "balls-in-bins epochs with too little noise for the lattice are accounted as one unamplified Gaussian release each (valid, loose; the rdp accountant may be tighter)"
+                        .to_string(),
+                );
+            }
+        }
         if let (Some((before, after)), Some(ln_step)) = (self.binned, self.sigma_grid) {
             notes.push(format!(
                 "{before} distinct mechanisms: noise multipliers rounded down to a {:.3e} relative grid ({after} distinct; conservative)",
@@ -687,6 +704,19 @@ impl Accountant for PldAccountant {
         self.pld = self.composed(&plan)?;
         if binned.is_some() {
             self.binned = binned;
+        }
+        for &(m, _) in &plan.mechanisms {
+            if let Mechanism::Allocation {
+                noise_multiplier,
+                steps,
+            } = m
+            {
+                let (step, gaussian) = self.allocation.unwrap_or((0.0, false));
+                self.allocation = Some(match allocation::epoch_method(noise_multiplier, steps) {
+                    allocation::EpochMethod::Lattice { step: h } => (step.max(h), gaussian),
+                    allocation::EpochMethod::Gaussian => (step, gaussian || steps > 1),
+                });
+            }
         }
         Ok(())
     }

@@ -72,7 +72,7 @@ pub const LATTICE_STEP: f64 = 1e-4;
 pub const MAX_TERM_POINTS: usize = 1 << 22;
 
 /// The coarsest lattice step used; above it the epoch is one unamplified Gaussian release.
-pub const MAX_LATTICE_STEP: f64 = 1e-2;
+pub const MAX_LATTICE_STEP: f64 = 0.1;
 
 /// The tail mass above the terms' top point, summed over the t terms of one epoch.
 pub const TERM_TAIL_MASS: f64 = 1e-13;
