@@ -604,7 +604,7 @@ impl PldAccountant {
         if let Some((step, gaussian)) = self.allocation {
             if step > 0.0 {
                 notes.push(format!(
-                    "balls-in-bins epochs: PLD of random allocation (Chua et al. 2025 dominating pair, both directions), likelihood-ratio terms rounded up on a lattice of step {step:.3e} (each epoch's loss overestimated by about that much at most)"
+                    "balls-in-bins epochs: PLD of random allocation (Chua et al. 2025 dominating pair, both directions), likelihood-ratio terms rounded up on a lattice of step {step:.3e} (an epoch's loss is overestimated by about that step where it matters)"
                 ));
             }
             if gaussian {
