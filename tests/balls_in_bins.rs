@@ -1,7 +1,8 @@
 //! Balls-in-bins batches (`train.sampler = "balls_in_bins"`) on the built binary: each epoch is
 //! one random-allocation event, so the ε a run writes equals `dpx account --sampling
 //! balls-in-bins` for the same plan and is marked guaranteed; results do not depend on the
-//! thread count; and what the analysis does not cover (another accountant, replace-one
+//! thread count; the pld accountant's analysis is guaranteed too, and needs less noise than the
+//! rdp one; and what the analyses do not cover (another accountant, replace-one
 //! neighbours, a noise schedule, BandMF) is refused with exit code 2 naming the key. The RDP of
 //! random allocation is tested in `src/privacy/accountant/rdp/random_allocation.rs`, the sampler
 //! in `tests/data_sampler.rs`, resumption in `src/train/checkpoint/tests.rs`.
@@ -111,8 +112,8 @@ fn uncovered_combinations_are_refused_naming_the_key() {
     let dir = tempfile::tempdir().unwrap();
     let cases = [
         (
-            "pld",
-            BASE.replace("accountant = \"rdp\"", "accountant = \"pld\""),
+            "gdp",
+            BASE.replace("accountant = \"rdp\"", "accountant = \"gdp\""),
             "privacy.accountant",
         ),
         (
@@ -175,9 +176,61 @@ fn uncovered_combinations_are_refused_naming_the_key() {
             "--sampling",
             "balls-in-bins",
             "--accountant",
-            "pld",
+            "gdp",
         ])
         .assert()
-        .code(2)
-        .stderr(predicate::str::contains("rdp"));
+        .code(2);
+}
+
+#[test]
+fn balls_in_bins_with_the_pld_accountant_is_guaranteed_and_tighter_than_rdp() {
+    // The PLD of random allocation (src/privacy/accountant/pld/allocation.rs): a run calibrated
+    // with it is guaranteed, writes the ε of `dpx account --accountant pld` for its plan, and
+    // needs less noise than the RDP analysis of the same epochs.
+    let dir = tempfile::tempdir().unwrap();
+    let text = BASE
+        .replace("accountant = \"rdp\"", "accountant = \"pld\"")
+        .replace("seeds = [0, 1]", "seeds = [0]");
+    let cfg = write(dir.path(), "pld.toml", &text);
+    let out = dir.path().join("pld");
+    dpx()
+        .args(["run", "--quiet", "--threads", "1", "--out"])
+        .arg(&out)
+        .arg(&cfg)
+        .assert()
+        .success();
+    assert_eq!(summary_column(&out, "epsilon_guaranteed")[0], "true");
+    let sigma = &summary_column(&out, "noise_multiplier")[0];
+    let epsilon: f64 = summary_column(&out, "epsilon")[0].parse().unwrap();
+    assert!(
+        (epsilon - 2.0).abs() < 1e-3,
+        "calibrated to ε = 2, wrote {epsilon}"
+    );
+    let plan = [
+        "--sampling",
+        "balls-in-bins",
+        "--dataset-size",
+        "2000",
+        "--batch-size",
+        "150",
+        "--epochs",
+        "6",
+    ];
+    let planned = account_epsilon(
+        &[
+            &plan[..],
+            &["--accountant", "pld", "--noise-multiplier", sigma],
+        ]
+        .concat(),
+    );
+    assert!(
+        (planned - epsilon).abs() <= 1e-9 * epsilon,
+        "run ε {epsilon} vs dpx account --accountant pld: {planned}"
+    );
+    let rdp = account_json(&[&plan[..], &["--epsilon", "2", "--accountant", "rdp"]].concat());
+    let sigma: f64 = sigma.parse().unwrap();
+    assert!(
+        sigma < rdp["noise_multiplier"].as_f64().unwrap(),
+        "PLD σ {sigma} vs RDP {rdp}"
+    );
 }

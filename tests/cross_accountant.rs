@@ -236,3 +236,39 @@ fn without_replacement_is_monotone_up_to_the_full_batch() {
     assert!(e99 <= e100 + 1e-12, "batch 99: {e99}, batch 100: {e100}");
     assert!(e100 >= 6.16, "{e100}");
 }
+
+/// The PLD accountant's own analysis of random allocation (balls-in-bins epochs) is an upper
+/// bound: above its lower estimate (the epoch's first step alone), and below the RDP analysis.
+#[test]
+fn pld_random_allocation_stays_above_its_lower_estimate() {
+    use dpx::privacy::accountant::Accountant;
+    for (sigma, t, epochs, delta) in [
+        (0.8, 20u64, 10u64, 1e-5),
+        (1.5, 100, 5, 1e-3),
+        (3.0, 7, 30, 1e-7),
+        (1.2, 2, 50, 1e-5),
+    ] {
+        let event = DpEvent::random_allocation(t, DpEvent::gaussian(sigma)).self_composed(epochs);
+        let mut lower = PldAccountant::lower_estimate(NeighbouringRelation::AddOrRemoveOne, 1e-3);
+        lower.compose(&event, 1).unwrap();
+        let lower = lower.epsilon(delta).unwrap().epsilon;
+        let options = AccountantOptions::default();
+        let mut eps = [0.0; 2];
+        for (e, kind) in eps
+            .iter_mut()
+            .zip([AccountantKind::Pld, AccountantKind::Rdp])
+        {
+            let mut acc = new_accountant(kind, &options).unwrap();
+            acc.compose(&event, 1).unwrap();
+            let report = acc.epsilon(delta).unwrap();
+            assert!(report.upper_bound, "{kind}");
+            *e = report.epsilon;
+        }
+        let [pld, rdp] = eps;
+        assert!(
+            pld >= lower,
+            "σ={sigma} t={t}: PLD {pld} < lower estimate {lower}"
+        );
+        assert!(pld <= rdp, "σ={sigma} t={t}: PLD {pld} > RDP {rdp}");
+    }
+}

@@ -242,7 +242,7 @@ pub enum SamplerKind {
     FixedOrder,
     /// Balls in bins (random allocation): each epoch, every example goes to one of
     /// ⌈n / batch_size⌉ batches, chosen uniformly and independently; accounted with a guarantee
-    /// (the rdp accountant's random-allocation analysis).
+    /// (the random-allocation analyses of the rdp and pld accountants).
     BallsInBins,
 }
 

@@ -525,12 +525,16 @@ pub fn validate(raw: &RawConfig, source: &Path) -> Result<ExperimentSpec, Config
     }
     if let (Some(p), Sampler::BallsInBins { .. }) = (&privacy, train.sampler) {
         // One random-allocation event per epoch (docs/accounting.md, "Balls-in-bins batches"):
-        // the Gaussian analysis of the rdp accountant, add/remove one, one σ per epoch.
-        if p.accountant != crate::privacy::accountant::AccountantKind::Rdp {
+        // the Gaussian analyses of the rdp and pld accountants, add/remove one, one σ per epoch.
+        if !matches!(
+            p.accountant,
+            crate::privacy::accountant::AccountantKind::Rdp
+                | crate::privacy::accountant::AccountantKind::Pld
+        ) {
             return Err(v.conflict(
                 "train.sampler",
                 "privacy.accountant",
-                "\"balls_in_bins\" is accounted by the random-allocation analysis of the rdp accountant: set privacy.accountant = \"rdp\"",
+                "\"balls_in_bins\" is accounted by the random-allocation analyses of the rdp and pld accountants: set privacy.accountant = \"pld\" or \"rdp\"",
             ));
         }
         if p.neighbouring != crate::privacy::event::NeighbouringRelation::AddOrRemoveOne {

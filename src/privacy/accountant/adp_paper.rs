@@ -123,7 +123,7 @@ impl AdpPaperAccountant {
             }
             DpEvent::RandomAllocation { .. } => Err(self.unsupported(
                 event,
-                "random allocation (balls-in-bins batches) is analysed by the rdp accountant only",
+                "random allocation (balls-in-bins batches) is analysed by the rdp and pld accountants only",
             )),
             DpEvent::SampledWithoutReplacement {
                 dataset_size,

@@ -168,7 +168,7 @@ impl GdpAccountant {
             )),
             DpEvent::RandomAllocation { .. } => Err(self.unsupported(
                 event,
-                "random allocation (balls-in-bins batches) is analysed by the rdp accountant only",
+                "random allocation (balls-in-bins batches) is analysed by the rdp and pld accountants only",
             )),
             DpEvent::SelfComposed { event, count } => {
                 self.contribution(event, mult * *count as f64)

@@ -90,7 +90,7 @@ impl PureAccountant {
             }
             DpEvent::RandomAllocation { .. } => Err(self.unsupported(
                 event,
-                "random allocation (balls-in-bins batches) is analysed by the rdp accountant only",
+                "random allocation (balls-in-bins batches) is analysed by the rdp and pld accountants only",
             )),
             DpEvent::SampledWithoutReplacement {
                 dataset_size,

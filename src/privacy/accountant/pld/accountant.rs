@@ -12,6 +12,7 @@ use std::collections::HashMap;
 
 use rayon::prelude::*;
 
+use super::allocation;
 use super::distribution::{PrivacyLossDistribution, TAIL_MASS_TRUNCATION};
 use super::mechanism::Noise;
 use super::pmf::DiscretePmf;
@@ -36,8 +37,9 @@ pub const EXACT_DISTINCT_LIMIT: usize = 256;
 /// Every reported ε and δ is an upper bound on the true one (up to floating-point rounding).
 ///
 /// Supports Gaussian and Laplace releases, their Poisson-subsampled forms (nested Poisson
-/// sampling multiplies the rates), `NoOp` and `NonPrivate`. Refuses sampling without
-/// replacement, and Poisson-subsampled Laplace under replace-one.
+/// sampling multiplies the rates), random allocation of Gaussian releases under add/remove-one
+/// (one epoch of balls-in-bins batches, [`allocation`]), `NoOp` and `NonPrivate`. Refuses
+/// sampling without replacement, and Poisson-subsampled Laplace under replace-one.
 ///
 /// Neighbouring relation: under add/remove-one, a subsampled mechanism is analysed in both
 /// directions and the larger δ is reported. Under replace-one, noise is relative to the
@@ -55,6 +57,9 @@ pub struct PldAccountant {
     sigma_grid: Option<f64>,
     /// The last binned composition: (distinct Gaussian mechanisms, after rounding), for the notes.
     binned: Option<(usize, usize)>,
+    /// Random-allocation epochs composed so far: the coarsest lattice step, and whether any
+    /// epoch was accounted as one unamplified Gaussian release, for the notes.
+    allocation: Option<(f64, bool)>,
 }
 
 /// How many distinct mechanisms are composed (with the state) in one Fourier-domain pass.
@@ -71,6 +76,11 @@ enum Mechanism {
         scale: f64,
         sample_rate: f64,
     },
+    /// One epoch of random allocation over `steps` steps of a Gaussian release.
+    Allocation {
+        noise_multiplier: f64,
+        steps: u64,
+    },
 }
 
 impl Mechanism {
@@ -83,6 +93,10 @@ impl Mechanism {
             Mechanism::Laplace { scale, sample_rate } => {
                 (1, scale.to_bits(), sample_rate.to_bits())
             }
+            Mechanism::Allocation {
+                noise_multiplier,
+                steps,
+            } => (2, noise_multiplier.to_bits(), steps),
         }
     }
 }
@@ -153,6 +167,7 @@ impl PldAccountant {
             lower: false,
             sigma_grid: None,
             binned: None,
+            allocation: None,
         }
     }
 
@@ -284,8 +299,30 @@ impl PldAccountant {
         // Refuse in the dry run what the factories could not allocate (the grid `build` uses).
         // A lower estimate's factories check their own grids.
         for &(m, k) in plan.mechanisms.iter().filter(|_| !self.lower) {
-            let (noise, q, _) = folded(m, k);
-            PrivacyLossDistribution::grid_points(noise, q, self.relation, self.interval)?;
+            match folded(m, k) {
+                (Folded::Additive(noise, q), _) => {
+                    PrivacyLossDistribution::grid_points(noise, q, self.relation, self.interval)?;
+                }
+                // The lattice is capped by construction; the Gaussian fallback's grid is checked.
+                (
+                    Folded::Allocation {
+                        noise_multiplier,
+                        steps,
+                    },
+                    _,
+                ) => {
+                    if allocation::epoch_method(noise_multiplier, steps)
+                        == allocation::EpochMethod::Gaussian
+                    {
+                        PrivacyLossDistribution::grid_points(
+                            Noise::Gaussian { noise_multiplier },
+                            1.0,
+                            self.relation,
+                            self.interval,
+                        )?;
+                    }
+                }
+            }
         }
         Ok((plan, binned))
     }
@@ -339,10 +376,47 @@ impl PldAccountant {
                 count,
                 plan,
             ),
-            DpEvent::RandomAllocation { .. } => Err(unsupported(
-                event,
-                "random allocation (balls-in-bins batches) is analysed by the rdp accountant only",
-            )),
+            DpEvent::RandomAllocation { steps: 0, .. } => Err(AccountingError::InvalidParameter {
+                name: "steps",
+                value: 0.0,
+                expected: "at least one step per random allocation",
+            }),
+            // One epoch of balls-in-bins batches: the dominating pair of Chua et al. 2025, for
+            // add/remove-one neighbours and Gaussian releases ([`super::allocation`]).
+            DpEvent::RandomAllocation {
+                steps,
+                event: inner,
+            } => {
+                if self.relation != NeighbouringRelation::AddOrRemoveOne {
+                    return Err(unsupported(
+                        event,
+                        "random allocation is analysed for add/remove-one neighbours",
+                    ));
+                }
+                match crate::privacy::accountant::checks::effective_gaussian_noise_multiplier(inner)
+                {
+                    Ok(None) => Ok(()),
+                    Ok(Some(sigma)) => {
+                        check_noise("noise_multiplier", sigma)?;
+                        if sigma == 0.0 {
+                            plan.non_private |= count > 0;
+                            Ok(())
+                        } else {
+                            plan.add(
+                                Mechanism::Allocation {
+                                    noise_multiplier: sigma,
+                                    steps: *steps,
+                                },
+                                count,
+                            )
+                        }
+                    }
+                    Err(_) => Err(unsupported(
+                        event,
+                        "only Gaussian releases (one, or several on the same batch) are analysed under random allocation",
+                    )),
+                }
+            }
             DpEvent::SelfComposed {
                 event: inner,
                 count: c,
@@ -458,8 +532,8 @@ impl PldAccountant {
     fn composed(&self, plan: &Plan) -> Result<PrivacyLossDistribution, AccountingError> {
         let tau = self.truncation();
         if let [(m, k)] = plan.mechanisms[..] {
-            let (noise, q, count) = folded(m, k);
-            let next = self.single(noise, q)?.self_compose(count, tau)?;
+            let (one, count) = folded(m, k);
+            let next = self.single(one)?.self_compose(count, tau)?;
             return self.pld.compose(&next, tau);
         }
         let mut pld = self.pld.clone();
@@ -469,8 +543,8 @@ impl PldAccountant {
                 let built: Vec<(PrivacyLossDistribution, u64)> = chunk
                     .par_iter()
                     .map(|&(m, k)| {
-                        let (noise, q, count) = folded(m, k);
-                        Ok((self.single(noise, q)?, count))
+                        let (one, count) = folded(m, k);
+                        Ok((self.single(one)?, count))
                     })
                     .collect::<Result<_, AccountingError>>()?;
                 let mut parts: Vec<(&PrivacyLossDistribution, u64)> = vec![(&pld, 1)];
@@ -489,7 +563,15 @@ impl PldAccountant {
     }
 
     /// The PLD of one run of a mechanism: pessimistic, or rounded down for a lower estimate.
-    fn single(&self, noise: Noise, q: f64) -> Result<PrivacyLossDistribution, AccountingError> {
+    fn single(&self, one: Folded) -> Result<PrivacyLossDistribution, AccountingError> {
+        let (noise, q) = match one {
+            Folded::Additive(noise, q) => (noise, q),
+            // (a lower estimate never plans an allocation: its walk reads the first step)
+            Folded::Allocation {
+                noise_multiplier,
+                steps,
+            } => return allocation::epoch_pld(noise_multiplier, steps, self.interval),
+        };
         Ok(if self.lower {
             PrivacyLossDistribution::lower_estimate(noise, q, self.relation, self.interval)?
         } else {
@@ -519,6 +601,19 @@ impl PldAccountant {
              grid of {}, tails truncated pessimistically",
             self.interval
         )];
+        if let Some((step, gaussian)) = self.allocation {
+            if step > 0.0 {
+                notes.push(format!(
+                    "balls-in-bins epochs: PLD of random allocation (Chua et al. 2025 dominating pair, both directions), likelihood-ratio terms rounded up on a lattice of step {step:.3e} (an epoch's loss is overestimated by about that step where it matters)"
+                ));
+            }
+            if gaussian {
+                notes.push(
+                    "balls-in-bins epochs with too little noise for the lattice are accounted as one unamplified Gaussian release each (valid, loose; the rdp accountant may be tighter)"
+                        .to_string(),
+                );
+            }
+        }
         if let (Some((before, after)), Some(ln_step)) = (self.binned, self.sigma_grid) {
             notes.push(format!(
                 "{before} distinct mechanisms: noise multipliers rounded down to a {:.3e} relative grid ({after} distinct; conservative)",
@@ -529,28 +624,52 @@ impl PldAccountant {
     }
 }
 
-/// The mechanism to discretise for `m` run `count` times, with the count left to compose: T
-/// full-batch Gaussian releases are one Gaussian with σ/√T (exact, as dp_accounting does).
-fn folded(m: Mechanism, count: u64) -> (Noise, f64, u64) {
-    match noise_of(m) {
-        (Noise::Gaussian { noise_multiplier }, 1.0) => (
-            Noise::Gaussian {
-                noise_multiplier: noise_multiplier / (count as f64).sqrt(),
-            },
-            1.0,
-            1,
-        ),
-        (noise, q) => (noise, q, count),
-    }
+/// What one run of a mechanism is discretised as.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Folded {
+    /// Additive noise at a Poisson sampling rate (1 = full batch).
+    Additive(Noise, f64),
+    /// One epoch of random allocation ([`allocation::epoch_pld`]).
+    Allocation { noise_multiplier: f64, steps: u64 },
 }
 
-fn noise_of(m: Mechanism) -> (Noise, f64) {
+/// The mechanism to discretise for `m` run `count` times, with the count left to compose: T
+/// full-batch Gaussian releases are one Gaussian with σ/√T (exact, as dp_accounting does).
+fn folded(m: Mechanism, count: u64) -> (Folded, u64) {
     match m {
         Mechanism::Gaussian {
             noise_multiplier,
+            sample_rate: 1.0,
+        } => (
+            Folded::Additive(
+                Noise::Gaussian {
+                    noise_multiplier: noise_multiplier / (count as f64).sqrt(),
+                },
+                1.0,
+            ),
+            1,
+        ),
+        Mechanism::Gaussian {
+            noise_multiplier,
             sample_rate,
-        } => (Noise::Gaussian { noise_multiplier }, sample_rate),
-        Mechanism::Laplace { scale, sample_rate } => (Noise::Laplace { scale }, sample_rate),
+        } => (
+            Folded::Additive(Noise::Gaussian { noise_multiplier }, sample_rate),
+            count,
+        ),
+        Mechanism::Laplace { scale, sample_rate } => (
+            Folded::Additive(Noise::Laplace { scale }, sample_rate),
+            count,
+        ),
+        Mechanism::Allocation {
+            noise_multiplier,
+            steps,
+        } => (
+            Folded::Allocation {
+                noise_multiplier,
+                steps,
+            },
+            count,
+        ),
     }
 }
 
@@ -585,6 +704,19 @@ impl Accountant for PldAccountant {
         self.pld = self.composed(&plan)?;
         if binned.is_some() {
             self.binned = binned;
+        }
+        for &(m, _) in &plan.mechanisms {
+            if let Mechanism::Allocation {
+                noise_multiplier,
+                steps,
+            } = m
+            {
+                let (step, gaussian) = self.allocation.unwrap_or((0.0, false));
+                self.allocation = Some(match allocation::epoch_method(noise_multiplier, steps) {
+                    allocation::EpochMethod::Lattice { step: h } => (step.max(h), gaussian),
+                    allocation::EpochMethod::Gaussian => (step, gaussian || steps > 1),
+                });
+            }
         }
         Ok(())
     }

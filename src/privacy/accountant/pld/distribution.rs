@@ -108,6 +108,14 @@ impl PrivacyLossDistribution {
         Ok(Self { remove, add })
     }
 
+    /// A PLD from its two directions' PMFs (one grid), e.g. [`super::allocation::epoch_pld`].
+    pub fn from_directions(remove: DiscretePmf, add: DiscretePmf) -> Self {
+        Self {
+            remove,
+            add: Some(add),
+        }
+    }
+
     /// A *lower* estimate of the PLD of a (Poisson-subsampled, `sample_rate` ∈ (0, 1]) Gaussian
     /// or Laplace mechanism: each direction's privacy loss L is rounded **down** to the grid
     /// `interval·ℤ` (mass P[L ∈ [kΔ, (k+1)Δ)] at kΔ, from the exact loss CDF), losses below the

@@ -10,7 +10,9 @@
 //!    connect-the-dots construction; composition, carried out by `fourier` (pairwise FFT
 //!    convolution, T-fold self-composition, and many distinct PMFs with counts in one pass under
 //!    one Chernoff window).
-//! 3. [`distribution`]: the remove/add pair and the factories (`from_gaussian`, `from_laplace`).
+//! 3. [`distribution`]: the remove/add pair and the factories (`from_gaussian`, `from_laplace`);
+//!    [`allocation`]: the factory for one epoch of random allocation (balls-in-bins batches)
+//!    with the Gaussian mechanism, by convolution of lattice-rounded likelihood-ratio terms.
 //! 4. [`accountant`]: [`PldAccountant`], the thin adapter from [`crate::privacy::event::DpEvent`]s.
 //!
 //! References: Meiser & Mohammadi 2018 ("Tight on budget?", privacy buckets, pessimistic
@@ -40,6 +42,7 @@
 //! ```
 
 pub mod accountant;
+pub mod allocation;
 pub mod distribution;
 mod fourier;
 pub mod mechanism;
