@@ -49,6 +49,19 @@ delta = 1e-5
 accountant = "rdp"
 "#;
 
+/// `dpx account` flags for BASE's plan: 6 epochs of balls-in-bins batches of 150 from 2,000
+/// examples (⌈2000/150⌉ = 14 steps each).
+const PLAN: [&str; 8] = [
+    "--sampling",
+    "balls-in-bins",
+    "--dataset-size",
+    "2000",
+    "--batch-size",
+    "150",
+    "--epochs",
+    "6",
+];
+
 #[test]
 fn balls_in_bins_runs_are_one_allocation_per_epoch_and_guaranteed() {
     let dir = tempfile::tempdir().unwrap();
@@ -81,18 +94,7 @@ fn balls_in_bins_runs_are_one_allocation_per_epoch_and_guaranteed() {
         (epsilon - 2.0).abs() < 1e-3,
         "calibrated to ε = 2, wrote {epsilon}"
     );
-    let planned = account_epsilon(&[
-        "--sampling",
-        "balls-in-bins",
-        "--dataset-size",
-        "2000",
-        "--batch-size",
-        "150",
-        "--epochs",
-        "6",
-        "--noise-multiplier",
-        sigma,
-    ]);
+    let planned = account_epsilon(&[&PLAN[..], &["--noise-multiplier", sigma]].concat());
     assert!(
         (planned - epsilon).abs() <= 1e-12 * epsilon,
         "run ε {epsilon} vs 6 allocations of 14 steps: {planned}"
@@ -206,19 +208,9 @@ fn balls_in_bins_with_the_pld_accountant_is_guaranteed_and_tighter_than_rdp() {
         (epsilon - 2.0).abs() < 1e-3,
         "calibrated to ε = 2, wrote {epsilon}"
     );
-    let plan = [
-        "--sampling",
-        "balls-in-bins",
-        "--dataset-size",
-        "2000",
-        "--batch-size",
-        "150",
-        "--epochs",
-        "6",
-    ];
     let planned = account_epsilon(
         &[
-            &plan[..],
+            &PLAN[..],
             &["--accountant", "pld", "--noise-multiplier", sigma],
         ]
         .concat(),
@@ -227,7 +219,7 @@ fn balls_in_bins_with_the_pld_accountant_is_guaranteed_and_tighter_than_rdp() {
         (planned - epsilon).abs() <= 1e-9 * epsilon,
         "run ε {epsilon} vs dpx account --accountant pld: {planned}"
     );
-    let rdp = account_json(&[&plan[..], &["--epsilon", "2", "--accountant", "rdp"]].concat());
+    let rdp = account_json(&[&PLAN[..], &["--epsilon", "2", "--accountant", "rdp"]].concat());
     let sigma: f64 = sigma.parse().unwrap();
     assert!(
         sigma < rdp["noise_multiplier"].as_f64().unwrap(),
