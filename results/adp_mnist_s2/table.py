@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""ADP-SGD under the paper's schedule S2 on MNIST logistic regression, from dpx's two sweeps.
+
+Reads <dir>/adp and <dir>/dpsgd (`dpx sweep` outputs: points.csv and summary.csv, or while a sweep
+runs its jobs' own summaries) and prints, per (C_G, ε̄, epochs), the best-over-run and the final
+test accuracy of each arm (mean ± sample std over seeds) and ADP − DP-SGD with its standard error.
+Standard library only.
+
+  python3 results/adp_mnist_s2/table.py results/adp_mnist_s2
+"""
+import csv
+import glob
+import math
+import os
+import statistics
+import sys
+from collections import defaultdict
+
+
+def read(folder):
+    keys = {}
+    with open(os.path.join(folder, "points.csv"), newline="") as f:
+        for r in csv.DictReader(f):
+            keys[r["id"]] = (float(r["clip.clip_norm"]), float(r["privacy.epsilon"]) / 16, int(r["train.epochs"]))
+    whole = os.path.join(folder, "summary.csv")
+    paths = [whole] if os.path.exists(whole) else glob.glob(os.path.join(folder, "points", "*", "seeds", "*.summary.csv"))
+    out = defaultdict(lambda: ([], []))
+    for path in sorted(paths):
+        with open(path, newline="") as f:
+            for r in csv.DictReader(f):
+                if r["status"] != "completed":
+                    continue
+                pid = r.get("point_id") or os.path.basename(os.path.dirname(os.path.dirname(path)))
+                out[keys[pid]][0].append(100 * float(r["best_test_accuracy"]))
+                out[keys[pid]][1].append(100 * float(r["final_test_accuracy"]))
+    return out
+
+
+def ms(xs):
+    return f"{statistics.fmean(xs):.2f} ± {statistics.stdev(xs):.2f}" if len(xs) > 1 else (f"{xs[0]:.2f}" if xs else "—")
+
+
+def gap(a, b):
+    if len(a) < 2 or len(b) < 2:
+        return "—"
+    se = math.sqrt(statistics.variance(a) / len(a) + statistics.variance(b) / len(b))
+    return f"{statistics.fmean(a) - statistics.fmean(b):+.2f} ± {se:.2f}"
+
+
+def main():
+    root = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
+    adp, dp = read(os.path.join(root, "adp")), read(os.path.join(root, "dpsgd"))
+    print("| C_G | ε̄ | epochs | ADP best | DP-SGD best | ADP − DP (best) | ADP final | DP-SGD final | ADP − DP (final) |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for key in sorted(set(adp) | set(dp)):
+        a, d = adp.get(key, ([], [])), dp.get(key, ([], []))
+        print(f"| {key[0]:g} | {key[1]:g} | {key[2]} | {ms(a[0])} | {ms(d[0])} | {gap(a[0], d[0])} | {ms(a[1])} | {ms(d[1])} | {gap(a[1], d[1])} |")
+
+
+if __name__ == "__main__":
+    main()
