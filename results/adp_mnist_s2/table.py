@@ -8,31 +8,25 @@ Standard library only.
 
   python3 results/adp_mnist_s2/table.py results/adp_mnist_s2
 """
-import csv
-import glob
 import math
 import os
 import statistics
 import sys
 from collections import defaultdict
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+from sweep_rows import points, rows  # noqa: E402
+
 
 def read(folder):
-    keys = {}
-    with open(os.path.join(folder, "points.csv"), newline="") as f:
-        for r in csv.DictReader(f):
-            keys[r["id"]] = (float(r["clip.clip_norm"]), float(r["privacy.epsilon"]) / 16, int(r["train.epochs"]))
-    whole = os.path.join(folder, "summary.csv")
-    paths = [whole] if os.path.exists(whole) else glob.glob(os.path.join(folder, "points", "*", "seeds", "*.summary.csv"))
+    keys = {
+        pid: (float(p["clip.clip_norm"]), float(p["privacy.epsilon"]) / 16, int(p["train.epochs"]))
+        for pid, p in points(folder).items()
+    }
     out = defaultdict(lambda: ([], []))
-    for path in sorted(paths):
-        with open(path, newline="") as f:
-            for r in csv.DictReader(f):
-                if r["status"] != "completed":
-                    continue
-                pid = r.get("point_id") or os.path.basename(os.path.dirname(os.path.dirname(path)))
-                out[keys[pid]][0].append(100 * float(r["best_test_accuracy"]))
-                out[keys[pid]][1].append(100 * float(r["final_test_accuracy"]))
+    for pid, r in rows(folder):
+        out[keys[pid]][0].append(100 * float(r["best_test_accuracy"]))
+        out[keys[pid]][1].append(100 * float(r["final_test_accuracy"]))
     return out
 
 

@@ -8,12 +8,13 @@ al., arXiv 2110.07435, Table 3: CIFAR-10, T = 11,700, mean ± std (max) of 5). S
 
   python3 results/adp_mnist_table3/table.py results/adp_mnist_table3
 """
-import csv
-import glob
 import os
 import statistics
 import sys
 from collections import defaultdict
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+from sweep_rows import points, rows  # noqa: E402
 
 # Paper, Table 3, best accuracy: (C_G, ε̄) -> (ADP mean, DP mean).
 PAPER = {
@@ -23,35 +24,14 @@ PAPER = {
 
 
 def read(folder):
-    whole = os.path.join(folder, "summary.csv")
-    paths = [whole] if os.path.exists(whole) else glob.glob(os.path.join(folder, "points", "*", "seeds", "*.summary.csv"))
-    configs = {}
+    # The cell: the clip norm (swept) and ε̄ = the nominal ε / 16 of the paper's bound.
+    keys = {pid: float(p["clip.clip_norm"]) for pid, p in points(folder).items()}
     out = defaultdict(lambda: ([], []))
-    for path in sorted(paths):
-        with open(path, newline="") as f:
-            for r in csv.DictReader(f):
-                if r["status"] != "completed":
-                    continue
-                # The nominal ε = 16·ε̄ of the paper's bound and the clip norm identify the cell.
-                pid = r.get("point_id") or os.path.basename(os.path.dirname(os.path.dirname(path)))
-                if pid not in configs:
-                    configs[pid] = clip_norm(folder, pid)
-                key = (configs[pid], round(float(r["epsilon"]) / 16, 2))
-                out[key][0].append(100 * float(r["best_test_accuracy"]))
-                out[key][1].append(100 * float(r["final_test_accuracy"]))
+    for pid, r in rows(folder):
+        key = (keys[pid], round(float(r["epsilon"]) / 16, 2))
+        out[key][0].append(100 * float(r["best_test_accuracy"]))
+        out[key][1].append(100 * float(r["final_test_accuracy"]))
     return out
-
-
-def clip_norm(folder, pid):
-    with open(os.path.join(folder, "points", pid, "config.toml")) as f:
-        section = None
-        for line in f:
-            line = line.strip()
-            if line.startswith("["):
-                section = line
-            elif section == "[clip]" and line.startswith("clip_norm"):
-                return float(line.split("=")[1])
-    raise SystemExit(f"no clip_norm in {folder}/points/{pid}/config.toml")
 
 
 def fmt(xs):

@@ -10,12 +10,13 @@ Adam, no tuning charge, mean of 5 runs), and each method minus DP-SGD. Standard 
 
   python3 results/dcsgd_mnist_full/table.py results/dcsgd_mnist_full
 """
-import csv
-import glob
 import os
 import statistics
 import sys
 from collections import defaultdict
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+from sweep_rows import rows  # noqa: E402
 
 # (folder, label, paper's accuracy at ε = 1, 2, 4)
 METHODS = [
@@ -30,22 +31,13 @@ EPS = (1.0, 2.0, 4.0)
 
 
 def read(folder):
-    """Final accuracies by ε: the sweep's summary.csv (written when it ends), else every finished
-    job's own summary (a sweep still running; those files are not committed)."""
-    whole = os.path.join(folder, "summary.csv")
-    if os.path.exists(whole):
-        paths = [whole]
-    else:
-        paths = glob.glob(os.path.join(folder, "points", "*", "seeds", "*.summary.csv"))
-    if not paths:
+    """Final accuracies by ε of the sweep in `folder` (None when it has not started)."""
+    if not os.path.isdir(folder):
         return None
     acc = defaultdict(list)
-    for path in sorted(paths):
-        with open(path, newline="") as f:
-            for r in csv.DictReader(f):
-                if r["status"] == "completed":
-                    acc[round(float(r["epsilon"]), 3)].append(100 * float(r["final_test_accuracy"]))
-    return acc
+    for _, r in rows(folder):
+        acc[round(float(r["epsilon"]), 3)].append(100 * float(r["final_test_accuracy"]))
+    return acc or None
 
 
 def cell(xs):

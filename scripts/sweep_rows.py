@@ -1,0 +1,31 @@
+"""Rows of a `dpx sweep` output directory, for the results/ table scripts. Standard library only.
+
+A finished sweep has <dir>/summary.csv (one row per job, with `point_id`); while it runs, each
+finished job has its own <dir>/points/<id>/seeds/<seed>.summary.csv (not committed). `rows` reads
+whichever exists, so a table can be drawn from a sweep in progress.
+"""
+import csv
+import glob
+import os
+
+
+def rows(folder):
+    """Yield (point_id, row) for every completed job of the sweep in `folder`."""
+    whole = os.path.join(folder, "summary.csv")
+    if os.path.exists(whole):
+        paths = [whole]
+    else:
+        paths = sorted(glob.glob(os.path.join(folder, "points", "*", "seeds", "*.summary.csv")))
+    for path in paths:
+        with open(path, newline="") as f:
+            for r in csv.DictReader(f):
+                if r["status"] != "completed":
+                    continue
+                pid = r.get("point_id") or os.path.basename(os.path.dirname(os.path.dirname(path)))
+                yield pid, r
+
+
+def points(folder):
+    """The sweep's points.csv as {point_id: {swept key: value}}."""
+    with open(os.path.join(folder, "points.csv"), newline="") as f:
+        return {r["id"]: r for r in csv.DictReader(f)}
