@@ -49,6 +49,18 @@ delta = 1e-5
 accountant = "rdp"
 "#;
 
+/// The σ and ε a finished run wrote: guaranteed, calibrated to BASE's ε = 2.
+fn guaranteed_at_eps_2(out: &std::path::Path) -> (String, f64) {
+    assert_eq!(summary_column(out, "epsilon_guaranteed")[0], "true");
+    let sigma = summary_column(out, "noise_multiplier")[0].clone();
+    let epsilon: f64 = summary_column(out, "epsilon")[0].parse().unwrap();
+    assert!(
+        (epsilon - 2.0).abs() < 1e-3,
+        "calibrated to ε = 2, wrote {epsilon}"
+    );
+    (sigma, epsilon)
+}
+
 /// `dpx account` flags for BASE's plan: 6 epochs of balls-in-bins batches of 150 from 2,000
 /// examples (⌈2000/150⌉ = 14 steps each).
 const PLAN: [&str; 8] = [
@@ -87,13 +99,8 @@ fn balls_in_bins_runs_are_one_allocation_per_epoch_and_guaranteed() {
     assert!(a == b, "metrics.csv depends on the thread count");
     let out = dir.path().join("1");
     assert_eq!(summary_column(&out, "steps")[0], "84");
-    assert_eq!(summary_column(&out, "epsilon_guaranteed")[0], "true");
-    let sigma = &summary_column(&out, "noise_multiplier")[0];
-    let epsilon: f64 = summary_column(&out, "epsilon")[0].parse().unwrap();
-    assert!(
-        (epsilon - 2.0).abs() < 1e-3,
-        "calibrated to ε = 2, wrote {epsilon}"
-    );
+    let (sigma, epsilon) = guaranteed_at_eps_2(&out);
+    let sigma = sigma.as_str();
     let planned = account_epsilon(&[&PLAN[..], &["--noise-multiplier", sigma]].concat());
     assert!(
         (planned - epsilon).abs() <= 1e-12 * epsilon,
@@ -201,13 +208,8 @@ fn balls_in_bins_with_the_pld_accountant_is_guaranteed_and_tighter_than_rdp() {
         .arg(&cfg)
         .assert()
         .success();
-    assert_eq!(summary_column(&out, "epsilon_guaranteed")[0], "true");
-    let sigma = &summary_column(&out, "noise_multiplier")[0];
-    let epsilon: f64 = summary_column(&out, "epsilon")[0].parse().unwrap();
-    assert!(
-        (epsilon - 2.0).abs() < 1e-3,
-        "calibrated to ε = 2, wrote {epsilon}"
-    );
+    let (sigma, epsilon) = guaranteed_at_eps_2(&out);
+    let sigma = sigma.as_str();
     let planned = account_epsilon(
         &[
             &PLAN[..],
