@@ -144,8 +144,11 @@ pub fn epoch_pld_with(
             interval,
         ),
         EpochMethod::Lattice { step } => {
-            let remove = direction_pmf(noise_multiplier, steps, step, Direction::Remove)?;
-            let add = direction_pmf(noise_multiplier, steps, step, Direction::Add)?;
+            // The absent term's masses serve both directions: computed once.
+            let absent = TermMasses::new(noise_multiplier, steps, step, false);
+            let present = TermMasses::new(noise_multiplier, steps, step, true);
+            let remove = remove_lattice_pmf(&absent, &present, steps)?;
+            let add = add_lattice_pmf(&absent, steps)?;
             Ok(PrivacyLossDistribution::from_directions(
                 loss_pmf(&remove, steps, Direction::Remove, interval)?,
                 loss_pmf(&add, steps, Direction::Add, interval)?,
@@ -162,19 +165,36 @@ pub fn direction_pmf(
     step: f64,
     direction: Direction,
 ) -> Result<DiscretePmf, AccountingError> {
-    let tau = TAIL_MASS_TRUNCATION;
-    let absent = term_pmf(noise_multiplier, steps, step, false, direction);
+    let absent = TermMasses::new(noise_multiplier, steps, step, false);
     match direction {
         Direction::Remove => {
-            let present = term_pmf(noise_multiplier, steps, step, true, direction);
-            if steps == 1 {
-                return Ok(present);
-            }
-            // One pass in the Fourier domain: (t − 1) absent terms and the present one.
-            DiscretePmf::compose_many(&[(&absent, steps - 1), (&present, 1)], tau)
+            let present = TermMasses::new(noise_multiplier, steps, step, true);
+            remove_lattice_pmf(&absent, &present, steps)
         }
-        Direction::Add => absent.self_compose(steps, tau),
+        Direction::Add => add_lattice_pmf(&absent, steps),
     }
+}
+
+/// The remove direction's X = S: (t − 1) absent terms and the record's term, in one pass in the
+/// Fourier domain.
+fn remove_lattice_pmf(
+    absent: &TermMasses,
+    present: &TermMasses,
+    steps: u64,
+) -> Result<DiscretePmf, AccountingError> {
+    let present = present.pmf(Direction::Remove);
+    if steps == 1 {
+        return Ok(present);
+    }
+    let absent = absent.pmf(Direction::Remove);
+    DiscretePmf::compose_many(&[(&absent, steps - 1), (&present, 1)], TAIL_MASS_TRUNCATION)
+}
+
+/// The add direction's X = −S: t absent terms.
+fn add_lattice_pmf(absent: &TermMasses, steps: u64) -> Result<DiscretePmf, AccountingError> {
+    absent
+        .pmf(Direction::Add)
+        .self_compose(steps, TAIL_MASS_TRUNCATION)
 }
 
 /// z with 1 − Φ(z) ≤ `mass` (bisection to 1e-9 on [0, 40], rounded up).
@@ -220,40 +240,49 @@ fn lognormal_mass(mean: f64, s: f64, a: f64, b: f64) -> f64 {
     mass.max(0.0)
 }
 
-/// One term on the lattice, as the lattice variable of `direction` (X = v rounded up for
-/// remove, mass above the top at +∞; X = −v with v rounded down for add, mass above the top at
-/// the top).
-fn term_pmf(
-    noise_multiplier: f64,
-    steps: u64,
+/// One term v on the lattice `step`·ℤ: the masses of (kh, (k+1)h], k = 0..points, and the mass
+/// above the top point·h (`present`: the record's term).
+struct TermMasses {
     step: f64,
-    present: bool,
-    direction: Direction,
-) -> DiscretePmf {
-    let s = 1.0 / noise_multiplier;
-    let mean = if present { 0.5 * s * s } else { -0.5 * s * s };
-    let points = (term_top(noise_multiplier, steps, present) / step)
-        .ceil()
-        .max(1.0) as usize;
-    let top = points as f64 * step;
-    let above = lognormal_mass(mean, s, top, f64::INFINITY);
-    match direction {
-        Direction::Remove => {
-            // mass of (k−1)h, kh] at kh, k = 1..=points
-            let probs: Vec<f64> = (1..=points)
-                .map(|k| lognormal_mass(mean, s, (k - 1) as f64 * step, k as f64 * step))
-                .collect();
-            DiscretePmf::from_parts(step, 1, probs, above)
+    masses: Vec<f64>,
+    above: f64,
+}
+
+impl TermMasses {
+    fn new(noise_multiplier: f64, steps: u64, step: f64, present: bool) -> Self {
+        let s = 1.0 / noise_multiplier;
+        let mean = if present { 0.5 * s * s } else { -0.5 * s * s };
+        let points = (term_top(noise_multiplier, steps, present) / step)
+            .ceil()
+            .max(1.0) as usize;
+        let masses = (0..points)
+            .map(|k| lognormal_mass(mean, s, k as f64 * step, (k + 1) as f64 * step))
+            .collect();
+        let above = lognormal_mass(mean, s, points as f64 * step, f64::INFINITY);
+        Self {
+            step,
+            masses,
+            above,
         }
-        Direction::Add => {
-            // mass of (kh, (k+1)h] at kh, k = 0..points, and the tail at the top; X = −v, so
-            // index i of the result is −(points − i)
-            let mut probs: Vec<f64> = (0..points)
-                .map(|k| lognormal_mass(mean, s, k as f64 * step, (k + 1) as f64 * step))
-                .collect();
-            probs.push(above);
-            probs.reverse();
-            DiscretePmf::from_parts(step, -(points as i64), probs, 0.0)
+    }
+
+    /// The term as the lattice variable of `direction`: X = v rounded up for remove (the mass
+    /// of (k−1)h, kh] at kh, k = 1..=points; the mass above the top at +∞); X = −v with v
+    /// rounded down for add (the mass of (kh, (k+1)h] at kh and the tail at the top; index i of
+    /// the result is −(points − i)).
+    fn pmf(&self, direction: Direction) -> DiscretePmf {
+        let points = self.masses.len();
+        match direction {
+            Direction::Remove => {
+                DiscretePmf::from_parts(self.step, 1, self.masses.clone(), self.above)
+            }
+            Direction::Add => {
+                let mut probs = Vec::with_capacity(points + 1);
+                probs.extend_from_slice(&self.masses);
+                probs.push(self.above);
+                probs.reverse();
+                DiscretePmf::from_parts(self.step, -(points as i64), probs, 0.0)
+            }
         }
     }
 }
