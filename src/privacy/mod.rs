@@ -10,6 +10,7 @@
 //! - [`secure_rng`]: the OS-seeded ChaCha20 noise source of `privacy.secure_noise = true`.
 //! - [`noise_dividing`]: the per-step ε_t / Laplace scales b_t of the accelerated methods
 //!   (uniform or the cube-root split) and the exact inversion of subsampling amplification.
+//! - [`selection`]: the cost of choosing hyperparameters by random stopping (Liu & Talwar 2019).
 //! - [`clip`]: clipping policies (flat, ...) that turn per-sample gradients into a [`clip::Release`].
 //!
 //! Walls: this room never imports `model` or `train`. Maths here is `f64`.
@@ -24,4 +25,5 @@ pub mod noise_dividing;
 pub mod normal;
 pub mod schedule;
 pub mod secure_rng;
+pub mod selection;
 pub mod special;

@@ -15,6 +15,16 @@ pub enum Mechanism {
     Laplace,
 }
 
+/// How a grid search of `--tuning-runs` G configurations is charged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TuningCharge {
+    /// Every one of the G runs is released to the tuner: they compose (DC-SGD's Table III).
+    Composition,
+    /// Liu & Talwar 2019 random stopping with γ = 1/(2G), δ₂ = 1e-20 (DC-SGD's Table II, Thm. 1):
+    /// each run is calibrated to (ε₁, δ₁) with ε' = 3ε₁ + 3√(2δ₁), δ' = 3√(2δ₁)·T + δ₂.
+    RandomStopping,
+}
+
 /// How each batch is drawn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Sampling {
@@ -102,6 +112,9 @@ pub struct AccountArgs {
     /// with `--noise-multiplier`, ε of the G runs together.
     #[arg(long, value_name = "G", conflicts_with = "config")]
     pub tuning_runs: Option<u64>,
+    /// How `--tuning-runs` G is charged.
+    #[arg(long, value_enum, default_value_t = TuningCharge::Composition, requires = "tuning_runs")]
+    pub tuning_charge: TuningCharge,
     /// Sampling, neighbouring relation and accountant settings.
     #[command(flatten)]
     pub settings: Box<AccountSettings>,

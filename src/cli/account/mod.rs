@@ -12,7 +12,7 @@ mod args;
 mod output;
 mod plan;
 
-pub use args::{AccountArgs, AccountSettings, Mechanism, Relation, Sampling};
+pub use args::{AccountArgs, AccountSettings, Mechanism, Relation, Sampling, TuningCharge};
 use output::*;
 use plan::*;
 
@@ -28,6 +28,7 @@ use crate::privacy::accountant::{
 };
 use crate::privacy::calibrate::{CalibrationError, Target, calibrate_decreasing, epsilon_of};
 use crate::privacy::event::NeighbouringRelation;
+use crate::privacy::selection::RandomStopping;
 
 /// One accountant's answer.
 #[derive(Debug, Clone)]
@@ -77,6 +78,9 @@ fn evaluate(
             )));
         }
     };
+    if let Some(lt) = plan.random_stopping() {
+        return evaluate_random_stopping(kind, plan, options, &lt, delta);
+    }
     let factory = || new_accountant(kind, options);
     let accounting = |e: AccountingError| match e {
         AccountingError::Unsupported { .. } => Failure::NotApplicable(e.to_string()),
@@ -123,6 +127,66 @@ fn evaluate(
     }
 }
 
+/// `--tuning-charge random-stopping`: one run calibrated to (or accounted at) the per-run
+/// (ε₁, δ₁) of Liu–Talwar's theorem, reported as the tuner's total (ε', δ').
+fn evaluate_random_stopping(
+    kind: AccountantKind,
+    plan: &Plan,
+    options: &AccountantOptions,
+    lt: &RandomStopping,
+    delta: f64,
+) -> Result<Answer, Failure> {
+    let single = Plan {
+        tuning_runs: 1,
+        target_epsilon: None,
+        ..plan.clone()
+    };
+    let answer = match plan.target_epsilon {
+        Some(epsilon) => {
+            let (epsilon1, delta1) = lt
+                .per_run_target(epsilon, delta)
+                .map_err(|e| Failure::Unreachable(e.to_string()))?;
+            let per_run = Plan {
+                target_epsilon: Some(epsilon1),
+                delta: Some(delta1),
+                ..single
+            };
+            evaluate(kind, &per_run, options)?
+        }
+        None => {
+            let delta1 = lt
+                .per_run_delta(delta)
+                .map_err(|e| Failure::Unreachable(e.to_string()))?;
+            let per_run = Plan {
+                delta: Some(delta1),
+                ..single
+            };
+            evaluate(kind, &per_run, options)?
+        }
+    };
+    let (epsilon1, delta1) = (answer.report.epsilon, answer.report.delta);
+    let (epsilon_total, delta_total) = lt.total(epsilon1, delta1);
+    let mut report = answer.report;
+    report.notes.insert(
+        0,
+        format!(
+            "random stopping over {} configurations (Liu & Talwar 2019; gamma = {}, delta2 = {:e}, at most {:.0} runs): each run is ({}, {:e})-DP",
+            plan.tuning_runs,
+            lt.gamma,
+            lt.delta2,
+            lt.max_runs().floor(),
+            fmt_num(epsilon1),
+            delta1
+        ),
+    );
+    report.epsilon = epsilon_total;
+    report.delta = delta_total;
+    Ok(Answer {
+        parameter: answer.parameter,
+        report,
+    })
+}
+
 /// Turn transparent huge pages off for this process (Linux). The allocator asks the kernel
 /// for 2 MiB pages (`MADV_HUGEPAGE`), and when other processes have churned memory each such
 /// fault can stall in compaction: a PLD composition touches about 100 MB once, and right after
@@ -159,11 +223,15 @@ pub fn run(args: AccountArgs) -> anyhow::Result<ExitCode> {
     }
     let options = AccountantOptions {
         relation,
-        rdp_orders: args
-            .settings
-            .orders
-            .clone()
-            .unwrap_or_else(crate::privacy::accountant::rdp::default_orders),
+        rdp_orders: args.settings.orders.clone().unwrap_or_else(|| {
+            // Random stopping asks for δ₁ ≈ 1e-17 per run: the best order is then between
+            // the default grid's 63 and 128.
+            if plan.random_stopping().is_some() {
+                crate::privacy::accountant::rdp::dense_orders()
+            } else {
+                crate::privacy::accountant::rdp::default_orders()
+            }
+        }),
         rdp_conversion: args.settings.rdp_conversion,
         pld_value_discretization_interval: args.settings.pld_interval,
         zcdp_conversion: args.settings.zcdp_conversion,

@@ -86,6 +86,7 @@ pub(super) fn answer_json(kind: AccountantKind, plan: &Plan, answer: &Answer) ->
         "dataset_size": plan.dataset_size,
         "batch_size": plan.batch_size,
         "tuning_runs": plan.tuning_runs,
+        "tuning_charge": match plan.tuning_charge { TuningCharge::Composition => "composition", TuningCharge::RandomStopping => "random-stopping" },
         "notes": answer.report.notes,
     })
 }
@@ -150,7 +151,12 @@ pub(super) fn print_human(
             None => println!("target: epsilon {e}"),
         }
     }
-    if plan.tuning_runs > 1 {
+    if plan.random_stopping().is_some() {
+        println!(
+            "tuning: a grid of {} configurations searched by random stopping (Liu & Talwar 2019, as DC-SGD's Table II); the noise is per run and epsilon, delta are the tuner's, for releasing the best run",
+            plan.tuning_runs
+        );
+    } else if plan.tuning_runs > 1 {
         println!(
             "tuning: {} runs of this plan compose (grid search charged by composition); the noise is per run and epsilon is for all {} together, so releasing the best run stays within it",
             plan.tuning_runs, plan.tuning_runs

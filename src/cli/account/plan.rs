@@ -7,6 +7,7 @@ use std::path::Path;
 use super::*;
 use crate::bad_input;
 use crate::privacy::event::{DpEvent, EventLedger};
+use crate::privacy::selection::RandomStopping;
 
 /// Most steps a schedule file may hold (a sane bound on what a file can make us allocate).
 pub(super) const MAX_SCHEDULE_STEPS: usize = 100_000_000;
@@ -35,6 +36,8 @@ pub(super) struct Plan {
     pub(super) delta: Option<f64>,
     /// G of `--tuning-runs`: the whole plan runs G times (1: a single run).
     pub(super) tuning_runs: u64,
+    /// How the G runs are charged (composition, or Liu–Talwar random stopping).
+    pub(super) tuning_charge: TuningCharge,
 }
 
 pub(super) fn finite_positive(flag: &str, value: f64) -> anyhow::Result<f64> {
@@ -259,6 +262,7 @@ pub(super) fn validate(args: &AccountArgs) -> anyhow::Result<Plan> {
         target_epsilon,
         delta,
         tuning_runs,
+        tuning_charge: args.tuning_charge,
     })
 }
 
@@ -366,13 +370,21 @@ impl Plan {
 
     /// The whole run with noise parameter (or schedule scale) `p`, composed over the
     /// `--tuning-runs` G runs of a grid search (each run independent, so RDP adds: docs/methods/dc_sgd.md §2).
+    /// Under random stopping the runs do not compose: the charge is applied to one run's (ε, δ)
+    /// (`random_stopping`).
     pub(super) fn run_event(&self, p: f64) -> DpEvent {
         let one = self.single_run_event(p);
-        if self.tuning_runs > 1 {
+        if self.tuning_runs > 1 && self.tuning_charge == TuningCharge::Composition {
             one.self_composed(self.tuning_runs)
         } else {
             one
         }
+    }
+
+    /// Liu–Talwar random stopping over the `--tuning-runs` grid, when that is the charge.
+    pub(super) fn random_stopping(&self) -> Option<RandomStopping> {
+        (self.tuning_runs > 1 && self.tuning_charge == TuningCharge::RandomStopping)
+            .then(|| RandomStopping::for_grid(self.tuning_runs))
     }
 
     pub(super) fn single_run_event(&self, p: f64) -> DpEvent {

@@ -9,6 +9,16 @@ pub fn default_orders() -> Vec<f64> {
     orders
 }
 
+/// Every integer order up to 1024 (and 1.1, …, 10.9): for very small δ (e.g. the per-run
+/// δ₁ ≈ 1e-17 of random-stopping tuning, `privacy::selection`) the best order lies between 63 and
+/// 128, where the default grid has none; on DC-SGD's MNIST plan (ε′ = 2, G = 10) the default
+/// grid gives σ = 3.36 and this one 2.77.
+pub fn dense_orders() -> Vec<f64> {
+    let mut orders: Vec<f64> = (1..100).map(|x| 1.0 + f64::from(x) / 10.0).collect();
+    orders.extend((11..=1024).map(f64::from));
+    orders
+}
+
 /// Opacus's `RDPAccountant.DEFAULT_ALPHAS`: 1.1, …, 10.9, 12, …, 63.
 pub fn opacus_orders() -> Vec<f64> {
     let mut orders: Vec<f64> = (1..100).map(|x| 1.0 + f64::from(x) / 10.0).collect();
