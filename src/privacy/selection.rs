@@ -68,7 +68,7 @@ impl RandomStopping {
 
     /// The per-run δ₁ whose total δ′ is `delta` (the largest δ₁ with δ′ ≤ `delta`).
     pub fn per_run_delta(&self, delta: f64) -> Result<f64, SelectionError> {
-        if !(delta > self.delta2) {
+        if delta.is_nan() || delta <= self.delta2 {
             return Err(SelectionError::DeltaTooSmall {
                 delta,
                 delta2: self.delta2,
@@ -88,7 +88,7 @@ impl RandomStopping {
     pub fn per_run_target(&self, epsilon: f64, delta: f64) -> Result<(f64, f64), SelectionError> {
         let delta1 = self.per_run_delta(delta)?;
         let floor = 3.0 * (2.0 * delta1).sqrt();
-        if !(epsilon > floor) {
+        if epsilon.is_nan() || epsilon <= floor {
             return Err(SelectionError::EpsilonTooSmall { epsilon, floor });
         }
         let mut epsilon1 = (epsilon - floor) / 3.0;
