@@ -320,33 +320,36 @@ fn bad_policy_tables_are_one_line_errors() {
     }
 }
 
+/// `dpx account --json` on DC-SGD's MNIST plan (docs/methods/dc_sgd.md §2: N = 60000, B = 256,
+/// 10 epochs, T = 2343, δ = 1/N) with the given flags, parsed.
+fn mnist_plan_json(flags: &[&str]) -> serde_json::Value {
+    let out = dpx()
+        .args([
+            "account",
+            "--json",
+            "--delta",
+            "1.6666666666666667e-5",
+            "--sample-rate",
+            "0.004266666666666667",
+            "--steps",
+            "2343",
+        ])
+        .args(flags)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    serde_json::from_slice(&out).unwrap()
+}
+
 #[test]
 fn tuning_runs_charge_the_composition_of_the_grid() {
     // docs/methods/dc_sgd.md §2 (MNIST, N = 60000, B = 256, 10 epochs, T = 2343, δ = 1/N): σ single ≈ 1.129
     // at ε = 1, and 2.67 for G = 10 runs under RDP composition (their Opacus orders; ours
     // reach 1024, so ours may only be lower).
     let run = |g: &str| -> f64 {
-        let out = dpx()
-            .args([
-                "account",
-                "--epsilon",
-                "1",
-                "--delta",
-                "1.6666666666666667e-5",
-                "--sample-rate",
-                "0.004266666666666667",
-                "--steps",
-                "2343",
-                "--json",
-                "--tuning-runs",
-                g,
-            ])
-            .assert()
-            .success()
-            .get_output()
-            .stdout
-            .clone();
-        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        let v = mnist_plan_json(&["--epsilon", "1", "--tuning-runs", g]);
         assert_eq!(v["tuning_runs"].as_u64(), Some(g.parse().unwrap()));
         v["noise_multiplier"].as_f64().unwrap()
     };
@@ -379,30 +382,15 @@ fn random_stopping_charges_the_grid_as_dc_sgd_table_ii() {
     // docs/methods/dc_sgd.md §2 (MNIST, T = 2343, δ′ = 1/N, γ = 1/(2G), δ₂ = 1e-20; the
     // reference's orders reach 1024, as the dense grid used here): σ per run 5.12 / 2.78 / 1.24 at
     // ε′ = 1 / 2 / 8 for G = 10, and 5.44 / 2.93 / 1.31 for G = 90.
-    let run = |eps: &str, g: &str| -> serde_json::Value {
-        let out = dpx()
-            .args([
-                "account",
-                "--epsilon",
-                eps,
-                "--delta",
-                "1.6666666666666667e-5",
-                "--sample-rate",
-                "0.004266666666666667",
-                "--steps",
-                "2343",
-                "--json",
-                "--tuning-runs",
-                g,
-                "--tuning-charge",
-                "random-stopping",
-            ])
-            .assert()
-            .success()
-            .get_output()
-            .stdout
-            .clone();
-        serde_json::from_slice(&out).unwrap()
+    let run = |eps: &str, g: &str| {
+        mnist_plan_json(&[
+            "--epsilon",
+            eps,
+            "--tuning-runs",
+            g,
+            "--tuning-charge",
+            "random-stopping",
+        ])
     };
     for (eps, g, reference) in [
         ("1", "10", 5.12),
@@ -426,29 +414,14 @@ fn random_stopping_charges_the_grid_as_dc_sgd_table_ii() {
         assert!(v["delta"].as_f64().unwrap() <= 1.6666666666666667e-5);
     }
     // At one σ, random stopping costs about 3× one run's ε (at the much smaller δ₁).
-    let out = dpx()
-        .args([
-            "account",
-            "--noise-multiplier",
-            "2.78",
-            "--delta",
-            "1.6666666666666667e-5",
-            "--sample-rate",
-            "0.004266666666666667",
-            "--steps",
-            "2343",
-            "--json",
-            "--tuning-runs",
-            "10",
-            "--tuning-charge",
-            "random-stopping",
-        ])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let v = mnist_plan_json(&[
+        "--noise-multiplier",
+        "2.78",
+        "--tuning-runs",
+        "10",
+        "--tuning-charge",
+        "random-stopping",
+    ]);
     let eps = v["epsilon"].as_f64().unwrap();
     assert!((eps - 2.0).abs() < 0.02, "ε′ at σ 2.78: {eps}");
     // The charge needs a grid.
