@@ -7,6 +7,7 @@ whichever exists, so a table can be drawn from a sweep in progress.
 import csv
 import glob
 import os
+import statistics
 
 
 def rows(folder):
@@ -29,3 +30,12 @@ def points(folder):
     """The sweep's points.csv as {point_id: {swept key: value}}."""
     with open(os.path.join(folder, "points.csv"), newline="") as f:
         return {r["id"]: r for r in csv.DictReader(f)}
+
+
+def cell(xs):
+    """A table cell for accuracies `xs` (%): "mean ± sample std (n)", or the one value."""
+    if not xs:
+        return "—"
+    if len(xs) == 1:
+        return f"{xs[0]:.2f} (1 seed)"
+    return f"{statistics.fmean(xs):.2f} ± {statistics.stdev(xs):.2f} ({len(xs)})"

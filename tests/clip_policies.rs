@@ -343,6 +343,26 @@ fn mnist_plan_json(flags: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&out).unwrap()
 }
 
+/// `dpx account` on a small plan with the given tuning flags exits 2 naming `--tuning-runs`.
+fn refused_naming_tuning_runs(flags: &[&str]) {
+    dpx()
+        .args([
+            "account",
+            "--epsilon",
+            "1",
+            "--delta",
+            "1e-5",
+            "--sample-rate",
+            "0.01",
+            "--steps",
+            "100",
+        ])
+        .args(flags)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--tuning-runs"));
+}
+
 #[test]
 fn tuning_runs_charge_the_composition_of_the_grid() {
     // docs/methods/dc_sgd.md §2 (MNIST, N = 60000, B = 256, 10 epochs, T = 2343, δ = 1/N): σ single ≈ 1.129
@@ -358,23 +378,7 @@ fn tuning_runs_charge_the_composition_of_the_grid() {
     assert!((single - 1.129).abs() < 0.01, "single {single}");
     assert!((ten - 2.67).abs() < 0.05, "G = 10: {ten}");
     // Bad G.
-    dpx()
-        .args([
-            "account",
-            "--epsilon",
-            "1",
-            "--delta",
-            "1e-5",
-            "--sample-rate",
-            "0.01",
-            "--steps",
-            "100",
-            "--tuning-runs",
-            "0",
-        ])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("--tuning-runs"));
+    refused_naming_tuning_runs(&["--tuning-runs", "0"]);
 }
 
 #[test]
@@ -425,23 +429,7 @@ fn random_stopping_charges_the_grid_as_dc_sgd_table_ii() {
     let eps = v["epsilon"].as_f64().unwrap();
     assert!((eps - 2.0).abs() < 0.02, "ε′ at σ 2.78: {eps}");
     // The charge needs a grid.
-    dpx()
-        .args([
-            "account",
-            "--epsilon",
-            "1",
-            "--delta",
-            "1e-5",
-            "--sample-rate",
-            "0.01",
-            "--steps",
-            "100",
-            "--tuning-charge",
-            "random-stopping",
-        ])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("--tuning-runs"));
+    refused_naming_tuning_runs(&["--tuning-charge", "random-stopping"]);
 }
 
 #[test]

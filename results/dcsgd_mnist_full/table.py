@@ -16,7 +16,7 @@ import sys
 from collections import defaultdict
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
-from sweep_rows import rows  # noqa: E402
+from sweep_rows import cell, rows  # noqa: E402
 
 # (folder, label, paper's accuracy at ε = 1, 2, 4)
 METHODS = [
@@ -38,14 +38,6 @@ def read(folder):
     for _, r in rows(folder):
         acc[round(float(r["epsilon"]), 3)].append(100 * float(r["final_test_accuracy"]))
     return acc or None
-
-
-def cell(xs):
-    if not xs:
-        return "—"
-    if len(xs) == 1:
-        return f"{xs[0]:.2f} (1 seed)"
-    return f"{statistics.fmean(xs):.2f} ± {statistics.stdev(xs):.2f} ({len(xs)})"
 
 
 def main():

@@ -17,7 +17,7 @@ import sys
 from collections import defaultdict
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
-from sweep_rows import rows  # noqa: E402
+from sweep_rows import cell, rows  # noqa: E402
 
 EPS = (2.0, 4.0, 8.0)
 # σ per run at ε′ = 2, 4, 8 (`dpx account ... --tuning-runs G [--tuning-charge random-stopping]`,
@@ -55,14 +55,6 @@ def read(root, charge, method):
             if abs(s - target) <= 1e-6 * target:
                 acc[e].append(100 * float(r["final_test_accuracy"]))
     return acc or None
-
-
-def cell(xs):
-    if not xs:
-        return "—"
-    if len(xs) == 1:
-        return f"{xs[0]:.2f} (1 seed)"
-    return f"{statistics.fmean(xs):.2f} ± {statistics.stdev(xs):.2f} ({len(xs)})"
 
 
 def table(root, charge, title, paper_index):
