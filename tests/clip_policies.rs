@@ -7,16 +7,15 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
-use assert_cmd::Command;
 use predicates::prelude::*;
 
 use dpx::privacy::event::DpEvent;
 use dpx::train::prepare::Experiment;
 use dpx::train::{SeedEnd, SeedResult, Silent, train_seed};
 
-fn dpx() -> Command {
-    Command::cargo_bin("dpx").expect("the dpx binary is built")
-}
+#[path = "support/cli.rs"]
+mod support;
+use support::dpx;
 
 /// A small private experiment on the synthetic Gaussian mixture with the given `[clip]` and
 /// `[train]` extras (ε = 2).
@@ -323,24 +322,9 @@ fn bad_policy_tables_are_one_line_errors() {
 /// `dpx account --json` on DC-SGD's MNIST plan (docs/methods/dc_sgd.md §2: N = 60000, B = 256,
 /// 10 epochs, T = 2343, δ = 1/N) with the given flags, parsed.
 fn mnist_plan_json(flags: &[&str]) -> serde_json::Value {
-    let out = dpx()
-        .args([
-            "account",
-            "--json",
-            "--delta",
-            "1.6666666666666667e-5",
-            "--sample-rate",
-            "0.004266666666666667",
-            "--steps",
-            "2343",
-        ])
-        .args(flags)
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    serde_json::from_slice(&out).unwrap()
+    let plan = ["--sample-rate", "0.004266666666666667", "--steps", "2343"];
+    let all: Vec<&str> = plan.iter().chain(flags).copied().collect();
+    support::account_json_at("1.6666666666666667e-5", &all)
 }
 
 /// `dpx account` on a small plan with the given tuning flags exits 2 naming `--tuning-runs`.

@@ -31,8 +31,13 @@ pub fn summary_column(out: &Path, column: &str) -> Vec<String> {
 
 /// `dpx account --json --delta 1e-5` with the given flags, parsed.
 pub fn account_json(flags: &[&str]) -> serde_json::Value {
+    account_json_at("1e-5", flags)
+}
+
+/// `dpx account --json --delta <delta>` with the given flags, parsed.
+pub fn account_json_at(delta: &str, flags: &[&str]) -> serde_json::Value {
     let out = dpx()
-        .args(["account", "--json", "--delta", "1e-5"])
+        .args(["account", "--json", "--delta", delta])
         .args(flags)
         .assert()
         .success()

@@ -136,34 +136,22 @@ fn evaluate_random_stopping(
     lt: &RandomStopping,
     delta: f64,
 ) -> Result<Answer, Failure> {
-    let single = Plan {
+    let unreachable =
+        |e: crate::privacy::selection::SelectionError| Failure::Unreachable(e.to_string());
+    let (target_epsilon, delta1) = match plan.target_epsilon {
+        Some(epsilon) => {
+            let (epsilon1, delta1) = lt.per_run_target(epsilon, delta).map_err(unreachable)?;
+            (Some(epsilon1), delta1)
+        }
+        None => (None, lt.per_run_delta(delta).map_err(unreachable)?),
+    };
+    let per_run = Plan {
         tuning_runs: 1,
-        target_epsilon: None,
+        target_epsilon,
+        delta: Some(delta1),
         ..plan.clone()
     };
-    let answer = match plan.target_epsilon {
-        Some(epsilon) => {
-            let (epsilon1, delta1) = lt
-                .per_run_target(epsilon, delta)
-                .map_err(|e| Failure::Unreachable(e.to_string()))?;
-            let per_run = Plan {
-                target_epsilon: Some(epsilon1),
-                delta: Some(delta1),
-                ..single
-            };
-            evaluate(kind, &per_run, options)?
-        }
-        None => {
-            let delta1 = lt
-                .per_run_delta(delta)
-                .map_err(|e| Failure::Unreachable(e.to_string()))?;
-            let per_run = Plan {
-                delta: Some(delta1),
-                ..single
-            };
-            evaluate(kind, &per_run, options)?
-        }
-    };
+    let answer = evaluate(kind, &per_run, options)?;
     let (epsilon1, delta1) = (answer.report.epsilon, answer.report.delta);
     let (epsilon_total, delta_total) = lt.total(epsilon1, delta1);
     let mut report = answer.report;
