@@ -1,5 +1,5 @@
 //! Matrix products for the model room: `C = A·B + β·C` on f32 views, on the calling thread
-//! ([`gemm_serial`]) or split across the current rayon pool ([`gemm`]), the product into
+//! ([`gemm_serial`]) or shared out on the current rayon pool ([`gemm`]), the product into
 //! uninitialised memory ([`gemm_serial_uninit`]) for outputs that are written whole (no memset of
 //! arrays that are overwritten at once), and a cache-blocked transpose ([`transposed`]) for
 //! right-hand sides the backend would otherwise pack on one thread.
@@ -15,7 +15,8 @@
 //! sizes, not on the number of threads; so every output element is the same sequence of
 //! multiply-adds whatever the pool size (tested here and in `tests/per_sample.rs`). The blocking
 //! does depend on the whole product's shape, which is why callers never split a product
-//! themselves by thread count.
+//! themselves by thread count. The one cut made here, of narrow products into bands of rows whose
+//! count follows the shape alone ([`split`]), is the same on every pool.
 
 use std::mem::MaybeUninit;
 
@@ -53,7 +54,34 @@ pub fn transposed(a: ArrayView2<'_, f32>) -> Array2<f32> {
                 let rows = block.len() / m;
                 for i0 in (0..m).step_by(TILE) {
                     let i1 = (i0 + TILE).min(m);
-                    for jj in 0..rows {
+                    let mut jj = 0;
+                    // 8 × 8 blocks: eight contiguous reads of each source row, eight contiguous
+                    // writes of each output row.
+                    while jj + 8 <= rows {
+                        let j = j0 + jj;
+                        let mut i = i0;
+                        while i + 8 <= i1 {
+                            let mut tile = [[0.0f32; 8]; 8];
+                            for (r, t) in tile.iter_mut().enumerate() {
+                                t.copy_from_slice(&src[(i + r) * n + j..(i + r) * n + j + 8]);
+                            }
+                            for c in 0..8 {
+                                let row = &mut block[(jj + c) * m + i..(jj + c) * m + i + 8];
+                                for (r, o) in row.iter_mut().enumerate() {
+                                    *o = std::mem::MaybeUninit::new(tile[r][c]);
+                                }
+                            }
+                            i += 8;
+                        }
+                        for c in 0..8 {
+                            for ii in i..i1 {
+                                block[(jj + c) * m + ii] =
+                                    std::mem::MaybeUninit::new(src[ii * n + j + c]);
+                            }
+                        }
+                        jj += 8;
+                    }
+                    for jj in jj..rows {
                         let j = j0 + jj;
                         let row = &mut block[jj * m..(jj + 1) * m];
                         for i in i0..i1 {
@@ -77,7 +105,7 @@ pub fn gemm_serial(
     beta: f32,
     c: ArrayViewMut2<'_, f32>,
 ) {
-    product(a, b, beta, c, 1);
+    product(a, b, beta, c, false);
 }
 
 /// `c ← a·b + beta·c`, with the backend's own parallel loops on the current rayon pool.
@@ -85,7 +113,7 @@ pub fn gemm_serial(
 /// # Shapes
 /// `a`: `[m, k]`, `b`: `[k, n]`, `c`: `[m, n]` (any strides; transposed views are fine).
 pub fn gemm(a: ArrayView2<'_, f32>, b: ArrayView2<'_, f32>, beta: f32, c: ArrayViewMut2<'_, f32>) {
-    product(a, b, beta, c, rayon::current_num_threads());
+    product(a, b, beta, c, true);
 }
 
 /// `c ← a·b` on the calling thread, into uninitialised memory; returns `c`, now initialised.
@@ -98,7 +126,7 @@ pub fn gemm_serial_uninit<'c>(
     b: ArrayView2<'_, f32>,
     c: ArrayViewMut2<'c, MaybeUninit<f32>>,
 ) -> ArrayViewMut2<'c, f32> {
-    product_uninit(a, b, c, 1)
+    product_uninit(a, b, c, false)
 }
 
 /// [`gemm_serial_uninit`] with the backend's own parallel loops on the current rayon pool (as
@@ -108,7 +136,7 @@ pub fn gemm_uninit<'c>(
     b: ArrayView2<'_, f32>,
     c: ArrayViewMut2<'c, MaybeUninit<f32>>,
 ) -> ArrayViewMut2<'c, f32> {
-    product_uninit(a, b, c, rayon::current_num_threads())
+    product_uninit(a, b, c, true)
 }
 
 /// `c ← a·b` into uninitialised memory on `threads` threads of the current pool.
@@ -116,7 +144,7 @@ fn product_uninit<'c>(
     a: ArrayView2<'_, f32>,
     b: ArrayView2<'_, f32>,
     mut c: ArrayViewMut2<'c, MaybeUninit<f32>>,
-    threads: usize,
+    cut: bool,
 ) -> ArrayViewMut2<'c, f32> {
     let (m, k) = a.dim();
     let n = b.ncols();
@@ -130,7 +158,7 @@ fn product_uninit<'c>(
         let strides = [c.strides()[0], c.strides()[1]];
         // SAFETY: `c` is valid for its shape and strides and borrowed mutably; with `beta` 0 the
         // backend writes every element and never reads one, so uninitialised memory is never read.
-        unsafe { backend(a, b, 0.0, c.as_mut_ptr().cast::<f32>(), strides, threads) };
+        unsafe { backend_split(a, b, 0.0, c.as_mut_ptr().cast::<f32>(), strides, cut) };
     }
     // SAFETY: every element was written above (an empty view has none).
     unsafe { c.assume_init() }
@@ -142,7 +170,7 @@ fn product(
     b: ArrayView2<'_, f32>,
     beta: f32,
     mut c: ArrayViewMut2<'_, f32>,
-    threads: usize,
+    cut: bool,
 ) {
     let (m, k) = a.dim();
     let n = b.ncols();
@@ -157,10 +185,96 @@ fn product(
     }
     let strides = [c.strides()[0], c.strides()[1]];
     // SAFETY: `c` is valid for its shape and strides and borrowed mutably.
-    unsafe { backend(a, b, beta, c.as_mut_ptr(), strides, threads) };
+    unsafe { backend_split(a, b, beta, c.as_mut_ptr(), strides, cut) };
 }
 
-/// The backend's `dst ← beta·dst + a·b` (`dst` read only when `beta` ≠ 0), for non-empty shapes.
+/// Fewest multiply-adds a product must have before it is cut into bands: smaller ones cost more
+/// in task hand-offs than a second core gains on them.
+const SPLIT_MIN_MACS: usize = 1 << 18;
+
+/// Widest output cut into bands: products at least this wide are left to the backend's own
+/// parallel loops.
+const SPLIT_MAX_COLUMNS: usize = 16;
+
+/// Fewest output rows one band gets: each band packs the whole right-hand side again.
+const SPLIT_MIN_ROWS: usize = 128;
+
+/// Most bands a product is cut into.
+const SPLIT_MAX_BANDS: usize = 8;
+
+/// The bands of rows [`gemm`] cuts a narrow `[m, k] × [k, n]` product into (each band one serial
+/// product, the bands in parallel on the pool), or `None` to leave the product to the backend's
+/// own parallel loops. A function of the shape only, never of the thread count: the backend forms
+/// an element's sum differently for different band heights (a 64-row band of a
+/// `256 × 784 × 10` product differs in the last bit from the whole), so only a cut that is the
+/// same on every pool gives the same bits on every pool.
+///
+/// Why narrow products only: measured on two AMD EPYC cores (2026-11-28,
+/// `results/bench/README.md`), the backend's parallel loops made the logistic regression's
+/// `256 × 784 × 10` product slower on two threads than on one, where two bands of 128 rows took
+/// it from 0.10 to 0.07 ms. On the wide products of the MLP the bands gained nothing over the
+/// backend's loops in the full step, and bands of columns lost (the clipped sum `[10 × 256] ·
+/// [256 × 784]` went from 0.043 to 0.072 ms on one thread), so neither is cut.
+fn split(m: usize, n: usize, k: usize) -> Option<usize> {
+    if n >= SPLIT_MAX_COLUMNS || m.saturating_mul(n).saturating_mul(k) < SPLIT_MIN_MACS {
+        return None;
+    }
+    let bands = (m / SPLIT_MIN_ROWS).min(SPLIT_MAX_BANDS);
+    (bands >= 2).then_some(bands)
+}
+
+/// The backend's `dst ← beta·dst + a·b`: with `cut` and a narrow product, in the bands of rows of
+/// [`split`], one serial product per band, the bands in parallel on the current pool; otherwise
+/// whole, with the backend's own parallel loops when `cut` (on the pool's threads) and on the
+/// calling thread when not. The same bits on any pool: the bands depend on the shape only, and
+/// the backend's loops share out tiles of the output, never the reduction (module doc).
+///
+/// # Safety
+/// As [`backend`].
+unsafe fn backend_split(
+    a: ArrayView2<'_, f32>,
+    b: ArrayView2<'_, f32>,
+    beta: f32,
+    c: *mut f32,
+    c_strides: [isize; 2],
+    cut: bool,
+) {
+    let (m, k) = a.dim();
+    let n = b.ncols();
+    let threads = if cut { rayon::current_num_threads() } else { 1 };
+    let Some(bands) = split(m, n, k).filter(|_| cut) else {
+        // SAFETY: as the caller promises.
+        unsafe { backend(a, b, beta, c, c_strides, threads) };
+        return;
+    };
+    /// The destination, shared by bands that write disjoint rows of it.
+    #[derive(Clone, Copy)]
+    struct Dst(*mut f32);
+    // SAFETY: the bands below write disjoint rows of the destination, which outlives them.
+    unsafe impl Send for Dst {}
+    unsafe impl Sync for Dst {}
+    let dst = Dst(c);
+    (0..bands).into_par_iter().for_each(|band| {
+        let dst = dst;
+        let rows = band * m / bands..(band + 1) * m / bands;
+        let offset = rows.start as isize * c_strides[0];
+        // SAFETY: the band's destination starts at its first row of `c` and covers only its
+        // rows, inside `c` and disjoint from every other band's; `a` is a view of the caller's.
+        unsafe {
+            backend(
+                a.slice(ndarray::s![rows, ..]),
+                b,
+                beta,
+                dst.0.offset(offset),
+                c_strides,
+                1,
+            )
+        };
+    });
+}
+
+/// The backend's `dst ← beta·dst + a·b` (`dst` read only when `beta` ≠ 0) on `threads` threads of
+/// the current pool (1: the calling thread), for non-empty shapes.
 ///
 /// # Safety
 /// `c` must point to an `[a.nrows(), b.ncols()]` matrix with row and column strides `c_strides`,
@@ -262,9 +376,63 @@ mod tests {
     }
 
     #[test]
+    fn cut_products_give_the_same_bits_on_every_pool() {
+        // Inner dimensions below and well above the backend's reduction block, transposed operands
+        // and a transposed destination.
+        for &(m, k, n) in &[(256, 784, 10), (1100, 300, 15), (257, 2100, 3)] {
+            assert!(split(m, n, k).is_some(), "{m}x{k}x{n} is cut");
+            let a = filled(m, k, 5);
+            let at = a.t().to_owned();
+            let b = filled(k, n, 6);
+            let c0 = filled(m, n, 7);
+            for (av, beta) in [(a.view(), 0.0f32), (at.t(), 1.0), (a.view(), 0.5)] {
+                let on = |threads: usize, transposed_dst: bool| -> Array2<f32> {
+                    let pool = rayon::ThreadPoolBuilder::new()
+                        .num_threads(threads)
+                        .build()
+                        .unwrap();
+                    pool.install(|| {
+                        if transposed_dst {
+                            let mut ct = Array2::<f32>::uninit((n, m));
+                            gemm_uninit(av, b.view(), ct.view_mut().reversed_axes()).to_owned()
+                        } else {
+                            let mut c = c0.clone();
+                            gemm(av, b.view(), beta, c.view_mut());
+                            c
+                        }
+                    })
+                };
+                let bits = |c: &Array2<f32>| c.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+                let one = bits(&on(1, false));
+                let one_t = bits(&on(1, true));
+                for threads in [2, 3, 8] {
+                    assert_eq!(
+                        bits(&on(threads, false)),
+                        one,
+                        "{m}x{k}x{n} beta {beta}, {threads} threads"
+                    );
+                    assert_eq!(
+                        bits(&on(threads, true)),
+                        one_t,
+                        "{m}x{k}x{n} transposed destination"
+                    );
+                }
+            }
+        }
+        assert_eq!(split(32, 10, 32), None, "too small to share");
+        assert_eq!(split(200, 10, 3000), None, "a band would be under 128 rows");
+        assert_eq!(split(256, 512, 784), None, "wide: the backend's own loops");
+        assert_eq!(split(4096, 10, 784), Some(8), "at most 8 bands");
+    }
+
+    #[test]
     fn products_match_a_naive_sum_for_all_layouts_and_beta() {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(3)
+            .build()
+            .unwrap();
+        let one = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
             .build()
             .unwrap();
         for &(m, k, n) in &[
@@ -291,14 +459,14 @@ mod tests {
                     let mut c = c0.clone();
                     pool.install(|| gemm(av, bv, beta, c.view_mut()));
                     let mut s = c0.clone();
-                    gemm_serial(av, bv, beta, s.view_mut());
+                    one.install(|| gemm(av, bv, beta, s.view_mut()));
                     for ((i, j), &v) in c.indexed_iter() {
                         let expect = want[[i, j]] + beta as f64 * c0[[i, j]] as f64;
                         assert!(
                             (v as f64 - expect).abs() <= 1e-4 * (1.0 + expect.abs()),
                             "({m},{k},{n}) beta {beta}: {v} vs {expect}"
                         );
-                        assert_eq!(v.to_bits(), s[[i, j]].to_bits(), "parallel = serial");
+                        assert_eq!(v.to_bits(), s[[i, j]].to_bits(), "3 threads = 1");
                     }
                 }
             }
