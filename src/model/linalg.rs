@@ -253,9 +253,18 @@ unsafe fn backend_split(
     // SAFETY: the bands below write disjoint rows of the destination, which outlives them.
     unsafe impl Send for Dst {}
     unsafe impl Sync for Dst {}
+    impl Dst {
+        /// The destination `offset` elements in (a method, so closures capture the whole `Dst`).
+        ///
+        /// # Safety
+        /// `offset` must stay inside the destination.
+        unsafe fn at(self, offset: isize) -> *mut f32 {
+            // SAFETY: as the caller promises.
+            unsafe { self.0.offset(offset) }
+        }
+    }
     let dst = Dst(c);
     (0..bands).into_par_iter().for_each(|band| {
-        let dst = dst;
         let rows = band * m / bands..(band + 1) * m / bands;
         let offset = rows.start as isize * c_strides[0];
         // SAFETY: the band's destination starts at its first row of `c` and covers only its
@@ -265,7 +274,7 @@ unsafe fn backend_split(
                 a.slice(ndarray::s![rows, ..]),
                 b,
                 beta,
-                dst.0.offset(offset),
+                dst.at(offset),
                 c_strides,
                 1,
             )
