@@ -108,7 +108,8 @@ pub fn gemm_serial(
     product(a, b, beta, c, false);
 }
 
-/// `c ← a·b + beta·c`, with the backend's own parallel loops on the current rayon pool.
+/// `c ← a·b + beta·c` on the current rayon pool: narrow products in bands of rows ([`split`]),
+/// the rest with the backend's own parallel loops.
 ///
 /// # Shapes
 /// `a`: `[m, k]`, `b`: `[k, n]`, `c`: `[m, n]` (any strides; transposed views are fine).
@@ -139,7 +140,7 @@ pub fn gemm_uninit<'c>(
     product_uninit(a, b, c, true)
 }
 
-/// `c ← a·b` into uninitialised memory on `threads` threads of the current pool.
+/// `c ← a·b` into uninitialised memory, shared out on the current pool when `cut` (as [`gemm`]).
 fn product_uninit<'c>(
     a: ArrayView2<'_, f32>,
     b: ArrayView2<'_, f32>,
@@ -164,7 +165,7 @@ fn product_uninit<'c>(
     unsafe { c.assume_init() }
 }
 
-/// `c ← a·b + beta·c` on `threads` threads of the current pool (1: the calling thread).
+/// `c ← a·b + beta·c`, shared out on the current pool when `cut` (as [`gemm`]), else on the calling thread.
 fn product(
     a: ArrayView2<'_, f32>,
     b: ArrayView2<'_, f32>,
@@ -247,23 +248,8 @@ unsafe fn backend_split(
         unsafe { backend(a, b, beta, c, c_strides, threads) };
         return;
     };
-    /// The destination, shared by bands that write disjoint rows of it.
-    #[derive(Clone, Copy)]
-    struct Dst(*mut f32);
-    // SAFETY: the bands below write disjoint rows of the destination, which outlives them.
-    unsafe impl Send for Dst {}
-    unsafe impl Sync for Dst {}
-    impl Dst {
-        /// The destination `offset` elements in (a method, so closures capture the whole `Dst`).
-        ///
-        /// # Safety
-        /// `offset` must stay inside the destination.
-        unsafe fn at(self, offset: isize) -> *mut f32 {
-            // SAFETY: as the caller promises.
-            unsafe { self.0.offset(offset) }
-        }
-    }
-    let dst = Dst(c);
+    // The destination's address, shared by bands that write disjoint rows of it.
+    let dst = c as usize;
     (0..bands).into_par_iter().for_each(|band| {
         let rows = band * m / bands..(band + 1) * m / bands;
         let offset = rows.start as isize * c_strides[0];
@@ -274,7 +260,7 @@ unsafe fn backend_split(
                 a.slice(ndarray::s![rows, ..]),
                 b,
                 beta,
-                dst.at(offset),
+                (dst as *mut f32).offset(offset),
                 c_strides,
                 1,
             )
