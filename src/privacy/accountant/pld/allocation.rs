@@ -31,7 +31,10 @@
 //! term). Tails: a term's mass above its top point v_max (at most [`TERM_TAIL_MASS`]/t per
 //! term) goes to X = +∞ (loss +∞, the δ's infinity mass) for remove, and is rounded down to
 //! v_max (X up) for add; the compositions' own truncations move mass up or to +∞ (the PLD
-//! layer's rules). The discrete X is then mapped to losses, its exact hockey-stick curve
+//! layer's rules). The record's term (remove only) has the same tail mass when the lattice
+//! reaches that far; when its top would set a coarser step, it is cut at the absent terms' top
+//! or at tail mass [`PRESENT_TAIL_MASS`], whichever is higher, and the mass above goes to +∞
+//! too (at most 10⁻¹² per epoch added to δ(ε) for every ε). The discrete X is then mapped to losses, its exact hockey-stick curve
 //! δ(ε_j) is evaluated at the PLD grid ε_j = j·Δ, and the dots are connected (Doroshenko et al.
 //! 2022, Alg. 1), which dominates that curve.
 //!
@@ -50,8 +53,11 @@
 //! (E epochs move ε by about E·h/2). With h = [`LATTICE_STEP`] = 10⁻⁴ that is 0.003 over 60
 //! epochs. The term's top point v_max = exp(±1/(2σ²) + z/σ) (z the standard-normal quantile
 //! of the tail mass) grows fast as σ falls, and the lattice is capped at [`MAX_TERM_POINTS`]
-//! points by coarsening h (8.8·10⁻⁴ at σ = 1.0156, t = 49; 4.6·10⁻² at σ = 0.71, t = 118);
-//! when h would exceed [`MAX_LATTICE_STEP`] (σ below about 0.6 at t = 118) the
+//! points by coarsening h. The step follows the absent terms' top (and the record's at tail
+//! 10⁻¹²), not the record's term at 10⁻¹³/t, which is e^{1/σ²} higher: h = 3.9·10⁻⁴ at
+//! σ = 1.0156, t = 49 (8.8·10⁻⁴ from the record's top); 1.3·10⁻² at σ = 0.71, t = 118
+//! (4.6·10⁻²); when h would exceed [`MAX_LATTICE_STEP`] (σ below about 0.61 at t = 118;
+//! 0.67 with the step from the record's top) the
 //! epoch is accounted as one unamplified Gaussian release of noise multiplier σ, a valid bound
 //! for both directions: the hockey-stick divergence is convex in each argument, so
 //! H_γ(P‖Q) ≤ (1/t) Σ_i H_γ(N(e_i, σ²I)‖Q) and H_γ(Q‖P) ≤ (1/t) Σ_i H_γ(Q‖N(e_i, σ²I)), each
@@ -76,6 +82,10 @@ pub const MAX_LATTICE_STEP: f64 = 0.1;
 
 /// The tail mass above the terms' top point, summed over the t terms of one epoch.
 pub const TERM_TAIL_MASS: f64 = 1e-13;
+
+/// The most tail mass the record's term may leave above the lattice (loss +∞ in the remove
+/// direction) when its top would otherwise set the lattice step.
+pub const PRESENT_TAIL_MASS: f64 = 1e-12;
 
 /// Which neighbouring pair of the epoch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,8 +115,11 @@ fn method_with_cap(noise_multiplier: f64, steps: u64, max_points: usize) -> Epoc
     if steps <= 1 {
         return EpochMethod::Gaussian;
     }
-    let top = term_top(noise_multiplier, steps, true);
-    let step = LATTICE_STEP.max(top / max_points as f64);
+    // The lattice must reach the absent terms' top; the record's term, whose top is e^{1/σ²}
+    // higher at the same tail mass, may leave up to PRESENT_TAIL_MASS above the lattice.
+    let widest =
+        term_top(noise_multiplier, steps, false).max(present_top_for_step(noise_multiplier));
+    let step = LATTICE_STEP.max(widest / max_points as f64);
     if step.is_finite() && step <= MAX_LATTICE_STEP {
         EpochMethod::Lattice { step }
     } else {
@@ -220,6 +233,12 @@ fn term_top(noise_multiplier: f64, steps: u64, present: bool) -> f64 {
     (mean + s * z).exp()
 }
 
+/// The record's term at the tail mass [`PRESENT_TAIL_MASS`]: the top it asks of the lattice.
+fn present_top_for_step(noise_multiplier: f64) -> f64 {
+    let s = 1.0 / noise_multiplier;
+    (0.5 * s * s + s * tail_quantile(PRESENT_TAIL_MASS)).exp()
+}
+
 /// P[v ∈ (a, b]] for ln v ~ N(mean, s²), from whichever tail keeps precision.
 fn lognormal_mass(mean: f64, s: f64, a: f64, b: f64) -> f64 {
     let z = |x: f64| {
@@ -252,9 +271,12 @@ impl TermMasses {
     fn new(noise_multiplier: f64, steps: u64, step: f64, present: bool) -> Self {
         let s = 1.0 / noise_multiplier;
         let mean = if present { 0.5 * s * s } else { -0.5 * s * s };
+        // Up to the term's top at the tail mass TERM_TAIL_MASS/t, within the points a term may
+        // have (for the record's term at a coarsened step: its tail is then at most
+        // PRESENT_TAIL_MASS, by the choice of the step in `method_with_cap`).
         let points = (term_top(noise_multiplier, steps, present) / step)
             .ceil()
-            .max(1.0) as usize;
+            .clamp(1.0, MAX_TERM_POINTS as f64) as usize;
         let masses = (0..points)
             .map(|k| lognormal_mass(mean, s, k as f64 * step, (k + 1) as f64 * step))
             .collect();
