@@ -34,9 +34,9 @@
 //! layer's rules). The record's term (remove only) has the same tail mass when the lattice
 //! reaches that far; when its top would set a coarser step, it is cut at the absent terms' top
 //! or at tail mass [`PRESENT_TAIL_MASS`], whichever is higher, and the mass above goes to +∞
-//! too (at most 10⁻¹² per epoch added to δ(ε) for every ε). The discrete X is then mapped to losses, its exact hockey-stick curve
-//! δ(ε_j) is evaluated at the PLD grid ε_j = j·Δ, and the dots are connected (Doroshenko et al.
-//! 2022, Alg. 1), which dominates that curve.
+//! too (at most 10⁻¹² per epoch added to δ(ε) for every ε). The discrete X is then mapped to
+//! losses, its exact hockey-stick curve δ(ε_j) is evaluated at the PLD grid ε_j = j·Δ, and the
+//! dots are connected (Doroshenko et al. 2022, Alg. 1), which dominates that curve.
 //!
 //! **Why it is an upper bound.** Couple each rounded term with its exact value under the same
 //! draw: the rounded X is pointwise ≥ the exact one, so each direction's loss is pointwise ≥
@@ -57,11 +57,10 @@
 //! 10⁻¹²), not the record's term at 10⁻¹³/t, which is e^{1/σ²} higher: h = 3.9·10⁻⁴ at
 //! σ = 1.0156, t = 49 (8.8·10⁻⁴ from the record's top); 1.3·10⁻² at σ = 0.71, t = 118
 //! (4.6·10⁻²); when h would exceed [`MAX_LATTICE_STEP`] (σ below about 0.61 at t = 118;
-//! 0.67 with the step from the record's top) the
-//! epoch is accounted as one unamplified Gaussian release of noise multiplier σ, a valid bound
-//! for both directions: the hockey-stick divergence is convex in each argument, so
-//! H_γ(P‖Q) ≤ (1/t) Σ_i H_γ(N(e_i, σ²I)‖Q) and H_γ(Q‖P) ≤ (1/t) Σ_i H_γ(Q‖N(e_i, σ²I)), each
-//! term the Gaussian mechanism's. t = 1 is that Gaussian exactly.
+//! 0.67 with the step from the record's top) the epoch is accounted as one unamplified
+//! Gaussian release of noise multiplier σ, a valid bound for both directions: the hockey-stick
+//! divergence is convex in each argument, so H_γ(P‖Q) ≤ (1/t) Σ_i H_γ(N(e_i, σ²I)‖Q) and
+//! H_γ(Q‖P) ≤ (1/t) Σ_i H_γ(Q‖N(e_i, σ²I)), each term the Gaussian mechanism's. t = 1 is that Gaussian exactly.
 //!
 //! Must not: know events or accountant state.
 
@@ -117,8 +116,11 @@ fn method_with_cap(noise_multiplier: f64, steps: u64, max_points: usize) -> Epoc
     }
     // The lattice must reach the absent terms' top; the record's term, whose top is e^{1/σ²}
     // higher at the same tail mass, may leave up to PRESENT_TAIL_MASS above the lattice.
-    let widest =
-        term_top(noise_multiplier, steps, false).max(present_top_for_step(noise_multiplier));
+    let widest = term_top(noise_multiplier, steps, false).max(top_at_tail(
+        noise_multiplier,
+        true,
+        PRESENT_TAIL_MASS,
+    ));
     let step = LATTICE_STEP.max(widest / max_points as f64);
     if step.is_finite() && step <= MAX_LATTICE_STEP {
         EpochMethod::Lattice { step }
@@ -227,16 +229,18 @@ fn tail_quantile(mass: f64) -> f64 {
 /// The top point v_max of a term: mass ≤ [`TERM_TAIL_MASS`]/t above it (`present`: the term of
 /// the record, ln v ~ N(+1/(2σ²), 1/σ²); else ln v ~ N(−1/(2σ²), 1/σ²)).
 fn term_top(noise_multiplier: f64, steps: u64, present: bool) -> f64 {
-    let s = 1.0 / noise_multiplier;
-    let mean = if present { 0.5 * s * s } else { -0.5 * s * s };
-    let z = tail_quantile(TERM_TAIL_MASS / steps.max(1) as f64);
-    (mean + s * z).exp()
+    top_at_tail(
+        noise_multiplier,
+        present,
+        TERM_TAIL_MASS / steps.max(1) as f64,
+    )
 }
 
-/// The record's term at the tail mass [`PRESENT_TAIL_MASS`]: the top it asks of the lattice.
-fn present_top_for_step(noise_multiplier: f64) -> f64 {
+/// The point of a term with mass ≤ `tail_mass` above it.
+fn top_at_tail(noise_multiplier: f64, present: bool, tail_mass: f64) -> f64 {
     let s = 1.0 / noise_multiplier;
-    (0.5 * s * s + s * tail_quantile(PRESENT_TAIL_MASS)).exp()
+    let mean = if present { 0.5 * s * s } else { -0.5 * s * s };
+    (mean + s * tail_quantile(tail_mass)).exp()
 }
 
 /// P[v ∈ (a, b]] for ln v ~ N(mean, s²), from whichever tail keeps precision.
