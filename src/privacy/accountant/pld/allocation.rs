@@ -60,7 +60,8 @@
 //! 0.67 with the step from the record's top) the epoch is accounted as one unamplified
 //! Gaussian release of noise multiplier σ, a valid bound for both directions: the hockey-stick
 //! divergence is convex in each argument, so H_γ(P‖Q) ≤ (1/t) Σ_i H_γ(N(e_i, σ²I)‖Q) and
-//! H_γ(Q‖P) ≤ (1/t) Σ_i H_γ(Q‖N(e_i, σ²I)), each term the Gaussian mechanism's. t = 1 is that Gaussian exactly.
+//! H_γ(Q‖P) ≤ (1/t) Σ_i H_γ(Q‖N(e_i, σ²I)), each term the Gaussian mechanism's. t = 1 is
+//! that Gaussian exactly.
 //!
 //! Must not: know events or accountant state.
 
