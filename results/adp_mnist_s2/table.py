@@ -7,6 +7,10 @@ test accuracy of each arm (mean ± sample std over seeds) and ADP − DP-SGD wit
 Standard library only.
 
   python3 results/adp_mnist_s2/table.py results/adp_mnist_s2
+  python3 results/adp_mnist_s2/table.py results/adp_mnist_s2 pld   # <dir>/pld_adp, <dir>/pld_dpsgd
+
+With `pld` the two arms are the equal-tight-ε sweeps and the ε column is the PLD target ε (the
+paper-bound ε̄ = ε/16 otherwise).
 """
 import math
 import os
@@ -18,9 +22,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from sweep_rows import points, rows  # noqa: E402
 
 
-def read(folder):
+def read(folder, divisor=16.0):
     keys = {
-        pid: (float(p["clip.clip_norm"]), float(p["privacy.epsilon"]) / 16, int(p["train.epochs"]))
+        pid: (float(p["clip.clip_norm"]), float(p["privacy.epsilon"]) / divisor, int(p["train.epochs"]))
         for pid, p in points(folder).items()
     }
     out = defaultdict(lambda: ([], []))
@@ -43,8 +47,11 @@ def gap(a, b):
 
 def main():
     root = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
-    adp, dp = read(os.path.join(root, "adp")), read(os.path.join(root, "dpsgd"))
-    print("| C_G | ε̄ | epochs | ADP best | DP-SGD best | ADP − DP (best) | ADP final | DP-SGD final | ADP − DP (final) |")
+    tight = len(sys.argv) > 2 and sys.argv[2] == "pld"
+    prefix, divisor, label = ("pld_", 1.0, "ε (PLD)") if tight else ("", 16.0, "ε̄")
+    adp = read(os.path.join(root, prefix + "adp"), divisor)
+    dp = read(os.path.join(root, prefix + "dpsgd"), divisor)
+    print(f"| C_G | {label} | epochs | ADP best | DP-SGD best | ADP − DP (best) | ADP final | DP-SGD final | ADP − DP (final) |")
     print("|---|---|---|---|---|---|---|---|---|")
     for key in sorted(set(adp) | set(dp)):
         a, d = adp.get(key, ([], [])), dp.get(key, ([], []))
