@@ -8,11 +8,14 @@ Reads <dir>/momentum_select_<m>[_edge]/summary.csv (seed 0, one row per learning
 methods, and prints (1) seed 0's accuracy per learning rate and the selected one, (2) the
 confirmation mean ± std beside the paper's Table V, with each method's difference to DP-SGD.
 """
-import csv
+import os
 import statistics
 import sys
 from collections import defaultdict
 from pathlib import Path
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+from sweep_rows import points, rows  # noqa: E402
 
 METHODS = [
     ("dpsgd", "DP-SGD (C as selected with Adam)"),
@@ -32,15 +35,13 @@ PAPER = {
 }
 
 
-def keys(point_name):
-    return dict(kv.split("=") for kv in point_name.split(","))
-
-
-def rows(path):
-    if not path.exists():
-        return []
-    with open(path, newline="") as f:
-        return [r for r in csv.DictReader(f) if r["status"] == "completed"]
+def sweep(folder):
+    """(swept keys, row) for every completed job of the sweep in `folder`; none if absent."""
+    if not (folder / "points.csv").exists():
+        return
+    keys = points(folder)
+    for pid, row in rows(folder):
+        yield keys[pid], row
 
 
 def main():
@@ -52,8 +53,7 @@ def main():
     sel = defaultdict(dict)
     for m, _ in METHODS:
         for sub in (f"momentum_select_{m}", f"momentum_select_{m}_edge"):
-            for r in rows(root / sub / "summary.csv"):
-                k = keys(r["point_name"])
+            for k, r in sweep(root / sub):
                 lr = float(k["train.learning_rate"])
                 lrs.add(lr)
                 sel[m][(float(k["privacy.epsilon"]), lr)] = 100 * float(r["final_test_accuracy"])
@@ -78,8 +78,7 @@ def main():
     print()
     conf = defaultdict(list)
     for m, _ in METHODS:
-        for r in rows(root / f"momentum_confirm_{m}" / "summary.csv"):
-            k = keys(r["point_name"])
+        for k, r in sweep(root / f"momentum_confirm_{m}"):
             conf[(m, float(k["privacy.epsilon"]))].append(100 * float(r["final_test_accuracy"]))
     print("| method | " + " | ".join(f"ε = {e:g}: lr, dpx | paper" for e in EPS) + " | dpx − DP-SGD | paper − DP-SGD |")
     print("|---|" + "---|---|" * len(EPS) + "---|---|")

@@ -9,33 +9,30 @@ final test accuracy mean ± sample std over seeds, with σ, per (arm, ε); the B
 is the strategy's error ratio (printed by `dpx account --config ... --json`, field
 bandmf.error_ratio, for 40 epochs: 0.13011 at 8 bands, 0.03746 at 32) times (σ_b / σ_1)².
 """
-import csv
+import os
 import statistics
 import sys
 from collections import defaultdict
 from pathlib import Path
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+from sweep_rows import points, rows  # noqa: E402
+
 ERROR_RATIO = {1: 1.0, 8: 0.13010544968122517, 32: 0.03745870254125334}
 
 
-def arm_of(point_name):
-    keys = dict(kv.split("=") for kv in point_name.split(","))
-    eps = float(keys["privacy.epsilon"])
-    bands = int(keys.get("noise.bands", "0"))
-    return eps, bands
-
-
-def load(path, default_bands):
+def load(folder, default_arm):
+    """{(arm, ε): final accuracies in %} and {(arm, ε): σ} of one sweep; the arm is its
+    `noise.bands` where the sweep varies it, else `default_arm`."""
+    keys = points(folder)
     cells = defaultdict(list)
     sigma = {}
-    with open(path, newline="") as f:
-        for row in csv.DictReader(f):
-            if row["status"] != "completed":
-                continue
-            eps, bands = arm_of(row["point_name"])
-            arm = bands if bands else default_bands
-            cells[(arm, eps)].append(100 * float(row["final_test_accuracy"]))
-            sigma[(arm, eps)] = float(row["noise_multiplier"])
+    for pid, row in rows(folder):
+        k = keys[pid]
+        arm = int(k["noise.bands"]) if k.get("noise.bands") else default_arm
+        eps = float(k["privacy.epsilon"])
+        cells[(arm, eps)].append(100 * float(row["final_test_accuracy"]))
+        sigma[(arm, eps)] = float(row["noise_multiplier"])
     return cells, sigma
 
 
@@ -49,16 +46,15 @@ def fmt(vals):
 
 def main():
     root = Path(sys.argv[1] if len(sys.argv) > 1 else Path(__file__).parent)
-    cells, sigma = load(root / "poisson_bandmf" / "summary.csv", 1)
-    c2, s2 = load(root / "balls_in_bins" / "summary.csv", "bib")
+    cells, sigma = load(root / "poisson_bandmf", 1)
+    c2, s2 = load(root / "balls_in_bins", "bib")
     cells.update(c2)
     sigma.update(s2)
     repo = root.parent
     rdp, rdp_sigma = {}, {}
     for sub, arm in (("mnist_bandmf_40ep", 1), ("mnist_balls_in_bins_40ep", "bib")):
-        p = repo / sub / "summary.csv"
-        if p.exists():
-            c, s = load(p, arm)
+        if (repo / sub / "points.csv").exists():
+            c, s = load(repo / sub, arm)
             rdp.update(c)
             rdp_sigma.update(s)
     arms = [(1, "DP-SGD (Poisson)"), ("bib", "balls-in-bins"), (8, "BandMF, 8 bands"), (32, "BandMF, 32 bands")]
