@@ -43,6 +43,7 @@
 
 pub mod accountant;
 pub mod allocation;
+mod chernoff;
 pub mod distribution;
 mod fourier;
 pub mod mechanism;
