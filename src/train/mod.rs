@@ -25,6 +25,7 @@ pub mod influence;
 pub mod influence_retrain;
 pub mod memory;
 pub mod metrics;
+pub mod model_build;
 pub mod plan;
 pub mod prepare;
 pub mod run;
