@@ -15,6 +15,7 @@ pub mod bench;
 pub mod collect;
 pub mod data;
 pub mod eval;
+mod output_dir;
 pub mod plan;
 pub mod plan_accelerated;
 pub mod report;

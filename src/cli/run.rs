@@ -28,8 +28,10 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 
 use super::bad_input;
+use super::output_dir::{OutputDir, Replaced, check_writable, csv_bytes};
 use crate::config::spec::Threads;
 use crate::report::atomic::{write_atomic, write_atomic_private};
+use crate::sweep::layout::concat_csv;
 use crate::train::artifact::model_files;
 use crate::train::checkpoint::{self, CheckpointError, CheckpointSink, Checkpointing, SeedState};
 use crate::train::metrics::{MetricsRow, SeedStatus};
@@ -69,146 +71,6 @@ pub struct RunArgs {
     /// No progress output.
     #[arg(long, short)]
     pub quiet: bool,
-}
-
-/// The paths of one output directory.
-pub struct OutputDir {
-    pub root: PathBuf,
-}
-
-impl OutputDir {
-    pub fn config(&self) -> PathBuf {
-        self.root.join("config.toml")
-    }
-    pub fn metrics(&self) -> PathBuf {
-        self.root.join("metrics.csv")
-    }
-    pub fn summary(&self) -> PathBuf {
-        self.root.join("summary.csv")
-    }
-    pub fn seeds(&self) -> PathBuf {
-        self.root.join("seeds")
-    }
-    pub fn seed_metrics(&self, seed: u64) -> PathBuf {
-        self.seeds().join(format!("{seed}.metrics.csv"))
-    }
-    pub fn seed_summary(&self, seed: u64) -> PathBuf {
-        self.seeds().join(format!("{seed}.summary.csv"))
-    }
-    pub fn seed_model(&self, seed: u64) -> PathBuf {
-        self.seeds()
-            .join(crate::train::artifact::model_file_name(seed))
-    }
-    pub fn seed_checkpoint(&self, seed: u64) -> PathBuf {
-        self.seeds().join(format!("{seed}.checkpoint"))
-    }
-    /// Delete seed `seed`'s checkpoint, if any (its seed has finished).
-    fn remove_checkpoint(&self, seed: u64) -> anyhow::Result<()> {
-        let path = self.seed_checkpoint(seed);
-        match std::fs::remove_file(&path) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                Err(anyhow::anyhow!("{}: {e}", path.display()))
-            }
-            _ => Ok(()),
-        }
-    }
-    /// Whether seed `seed`'s files parse whole ([`crate::sweep::layout::check_seed_files`]).
-    pub fn check_seed(&self, seed: u64) -> Result<(), crate::sweep::layout::LayoutError> {
-        crate::sweep::layout::check_seed_files(
-            &self.seed_metrics(seed),
-            &self.seed_summary(seed),
-            seed,
-        )
-    }
-    fn has_results(&self) -> bool {
-        self.summary().exists() || self.metrics().exists() || self.seeds().exists()
-    }
-}
-
-/// The results an `--overwrite` run replaces, moved into `<out>/.replaced/` until the new run
-/// has finished every seed.
-struct Replaced {
-    dir: PathBuf,
-}
-
-impl Replaced {
-    const DIR: &'static str = ".replaced";
-
-    /// Move the seeds, the experiment CSVs and the saved config aside (renames: nothing copied).
-    fn set_aside(out: &OutputDir) -> anyhow::Result<Self> {
-        let dir = out.root.join(Self::DIR);
-        if dir.exists() {
-            return Err(bad_input(anyhow::anyhow!(
-                "{} holds the results an earlier --overwrite run set aside and did not finish; move them back or delete that folder first",
-                dir.display()
-            )));
-        }
-        std::fs::create_dir(&dir).with_context(|| dir.display().to_string())?;
-        for path in Self::parts(out) {
-            if let Some(name) = path.file_name()
-                && path.exists()
-            {
-                std::fs::rename(&path, dir.join(name))
-                    .with_context(|| path.display().to_string())?;
-            }
-        }
-        Ok(Self { dir })
-    }
-
-    fn parts(out: &OutputDir) -> [PathBuf; 4] {
-        [out.seeds(), out.metrics(), out.summary(), out.config()]
-    }
-
-    /// The new run finished: the old results go.
-    fn discard(self) -> anyhow::Result<()> {
-        std::fs::remove_dir_all(&self.dir).with_context(|| self.dir.display().to_string())
-    }
-
-    /// The new run did not finish: its files go and the old ones come back.
-    fn restore(self, out: &OutputDir) -> anyhow::Result<()> {
-        for path in Self::parts(out) {
-            if path.is_dir() {
-                std::fs::remove_dir_all(&path).with_context(|| path.display().to_string())?;
-            } else if path.exists() {
-                std::fs::remove_file(&path).with_context(|| path.display().to_string())?;
-            }
-            if let Some(name) = path.file_name() {
-                let kept = self.dir.join(name);
-                if kept.exists() {
-                    std::fs::rename(&kept, &path).with_context(|| kept.display().to_string())?;
-                }
-            }
-        }
-        std::fs::remove_dir(&self.dir).with_context(|| self.dir.display().to_string())
-    }
-}
-
-fn csv_bytes<T: serde::Serialize>(rows: &[T]) -> anyhow::Result<Vec<u8>> {
-    let mut w = csv::Writer::from_writer(Vec::new());
-    for r in rows {
-        w.serialize(r)?;
-    }
-    w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))
-}
-
-/// Concatenate CSV files that share a header, in order.
-fn concat_csv(paths: &[PathBuf]) -> anyhow::Result<Vec<u8>> {
-    let mut out = Vec::new();
-    for (i, p) in paths.iter().enumerate() {
-        let text = crate::text_file::read_text_capped(
-            p,
-            crate::text_file::MAX_TEXT_BYTES,
-            "a per-seed CSV file",
-        )?;
-        let mut lines = text.split_inclusive('\n');
-        if i > 0 {
-            lines.next();
-        }
-        for l in lines {
-            out.extend_from_slice(l.as_bytes());
-        }
-    }
-    Ok(out)
 }
 
 /// Prints progress: bars on a terminal, plain lines otherwise, nothing with `--quiet`.
@@ -354,21 +216,6 @@ fn load_checkpoint(
             path.display()
         ))),
     }
-}
-
-/// Check that `dir` can be created and written, without leaving anything behind.
-fn check_writable(dir: &Path) -> anyhow::Result<()> {
-    std::fs::create_dir_all(dir)
-        .map_err(|e| bad_input(anyhow::anyhow!("output directory {}: {e}", dir.display())))?;
-    let probe = dir.join(format!(".dpx-write-test.{}", std::process::id()));
-    std::fs::write(&probe, b"").map_err(|e| {
-        bad_input(anyhow::anyhow!(
-            "output directory {} is not writable: {e}",
-            dir.display()
-        ))
-    })?;
-    let _ = std::fs::remove_file(&probe);
-    Ok(())
 }
 
 /// Build the experiment of a config file, mapping input errors to exit code 2.

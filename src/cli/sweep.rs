@@ -19,6 +19,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 
 use super::bad_input;
+use super::output_dir::csv_bytes;
 use crate::report::atomic::write_atomic;
 use crate::sweep::layout::{PointDir, SweepDir};
 use crate::sweep::{Job, Shard, Sweep};
@@ -267,14 +268,6 @@ fn write_slurm(args: &SweepArgs, sweep: &Sweep, out: &Path) -> anyhow::Result<Ex
         out_abs.display()
     );
     Ok(ExitCode::SUCCESS)
-}
-
-fn csv_bytes<T: serde::Serialize>(rows: &[T]) -> anyhow::Result<Vec<u8>> {
-    let mut w = csv::Writer::from_writer(Vec::new());
-    for r in rows {
-        w.serialize(r)?;
-    }
-    w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))
 }
 
 fn map_train(e: TrainError) -> anyhow::Error {
