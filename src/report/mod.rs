@@ -9,3 +9,4 @@ pub mod atomic;
 pub mod plot;
 pub mod summary;
 pub mod tuning;
+mod vector_text;
