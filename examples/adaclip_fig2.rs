@@ -329,6 +329,30 @@ fn error_table(md: &mut String, arms: &[Arm], means: &Means, init: &str, c: usiz
     md.push('\n');
 }
 
+/// A table of one cell format per (arm, d): `cell` formats the cell's (mean, std) columns.
+fn value_table(
+    md: &mut String,
+    arms: &[Arm],
+    means: &Means,
+    init: &str,
+    title: &str,
+    cell: impl Fn(&[(f64, f64); 5]) -> String,
+) {
+    writeln!(md, "\n### θ₀ = {init}: {title}, mean over seeds\n").ok();
+    header(md);
+    for arm in arms {
+        let label = arm.label();
+        write!(md, "| {label} |").ok();
+        for d in DIMS {
+            let text = lookup(means, &label, d, init)
+                .map(&cell)
+                .unwrap_or_default();
+            write!(md, " {text} |").ok();
+        }
+        md.push('\n');
+    }
+}
+
 fn tables(arms: &[Arm], means: &Means) -> String {
     let mut md = String::new();
     for init in ["zeros", "normal"] {
@@ -341,40 +365,22 @@ fn tables(arms: &[Arm], means: &Means) -> String {
             1,
             "error ‖θ_t − θ*‖² averaged over the last epoch's iterates",
         );
-        writeln!(
-            md,
-            "\n### θ₀ = {init}: noise std on coordinate 1 / RMS on the others at the last step, mean over seeds\n"
-        )
-        .ok();
-        header(&mut md);
-        for arm in arms {
-            let label = arm.label();
-            write!(md, "| {label} |").ok();
-            for d in DIMS {
-                match lookup(means, &label, d, init) {
-                    Some(s) => write!(md, " {:.1e} / {:.1e} |", s[3].0, s[4].0).ok(),
-                    None => write!(md, " |").ok(),
-                };
-            }
-            md.push('\n');
-        }
-        writeln!(
-            md,
-            "\n### θ₀ = {init}: mean ‖g̃ − g‖ (released against raw gradient) over all steps, mean over seeds\n"
-        )
-        .ok();
-        header(&mut md);
-        for arm in arms {
-            let label = arm.label();
-            write!(md, "| {label} |").ok();
-            for d in DIMS {
-                match lookup(means, &label, d, init) {
-                    Some(s) => write!(md, " {:.3} |", s[2].0).ok(),
-                    None => write!(md, " |").ok(),
-                };
-            }
-            md.push('\n');
-        }
+        value_table(
+            &mut md,
+            arms,
+            means,
+            init,
+            "noise std on coordinate 1 / RMS on the others at the last step",
+            |s| format!("{:.1e} / {:.1e}", s[3].0, s[4].0),
+        );
+        value_table(
+            &mut md,
+            arms,
+            means,
+            init,
+            "mean ‖g̃ − g‖ (released against raw gradient) over all steps",
+            |s| format!("{:.3}", s[2].0),
+        );
     }
     md
 }

@@ -10,32 +10,14 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 
 use super::bad_input;
+use crate::sweep::layout::PointDir;
 
-/// The paths of one output directory.
-pub struct OutputDir {
-    pub root: PathBuf,
-}
+/// The paths of one output directory: a sweep point's layout ([`PointDir`]: config, CSVs,
+/// per-seed files, model files) plus the checkpoints only `dpx run` writes.
+pub(super) use crate::sweep::layout::PointDir as OutputDir;
 
-impl OutputDir {
-    pub fn config(&self) -> PathBuf {
-        self.root.join("config.toml")
-    }
-    pub fn metrics(&self) -> PathBuf {
-        self.root.join("metrics.csv")
-    }
-    pub fn summary(&self) -> PathBuf {
-        self.root.join("summary.csv")
-    }
-    pub fn seeds(&self) -> PathBuf {
-        self.root.join("seeds")
-    }
-    pub fn seed_metrics(&self, seed: u64) -> PathBuf {
-        self.seeds().join(format!("{seed}.metrics.csv"))
-    }
-    pub fn seed_summary(&self, seed: u64) -> PathBuf {
-        self.seeds().join(format!("{seed}.summary.csv"))
-    }
-    pub fn seed_checkpoint(&self, seed: u64) -> PathBuf {
+impl PointDir {
+    pub(super) fn seed_checkpoint(&self, seed: u64) -> PathBuf {
         self.seeds().join(format!("{seed}.checkpoint"))
     }
     /// Delete seed `seed`'s checkpoint, if any (its seed has finished).
@@ -47,14 +29,6 @@ impl OutputDir {
             }
             _ => Ok(()),
         }
-    }
-    /// Whether seed `seed`'s files parse whole ([`crate::sweep::layout::check_seed_files`]).
-    pub fn check_seed(&self, seed: u64) -> Result<(), crate::sweep::layout::LayoutError> {
-        crate::sweep::layout::check_seed_files(
-            &self.seed_metrics(seed),
-            &self.seed_summary(seed),
-            seed,
-        )
     }
     pub(super) fn has_results(&self) -> bool {
         self.summary().exists() || self.metrics().exists() || self.seeds().exists()
