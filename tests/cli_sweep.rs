@@ -285,6 +285,23 @@ fn run_resume_shard_collect_and_report() {
         summary_without_seconds_str(&summary, dir.path())
     );
 
+    // A sweep stopped before its aggregates were rebuilt (per-seed files only): `dpx report`
+    // rebuilds them from the finished seeds and reports every point.
+    for e in std::fs::read_dir(full.join("points")).unwrap() {
+        let point = e.unwrap().path();
+        std::fs::remove_file(point.join("summary.csv")).unwrap();
+        std::fs::remove_file(point.join("metrics.csv")).unwrap();
+    }
+    std::fs::remove_file(full.join("summary.csv")).unwrap();
+    dpx()
+        .args(["report", full.to_str().unwrap(), "-q", "--no-plots"])
+        .assert()
+        .success();
+    assert_eq!(
+        summary_without_seconds(&full.join("summary.csv")),
+        summary_without_seconds_str(&summary, dir.path())
+    );
+
     // Three shards into separate directories, collected: same results as the full run.
     let mut shards = Vec::new();
     for i in 0..3 {

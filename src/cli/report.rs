@@ -109,6 +109,10 @@ fn entries(dir: &Path) -> anyhow::Result<(Vec<String>, Vec<Entry>, bool)> {
         let d = SweepDir {
             root: dir.to_path_buf(),
         };
+        // The aggregates are rebuilt at the end of each `dpx sweep`: rebuild them from the
+        // per-seed files first, so that the seeds a sweep in progress (or an interrupted one)
+        // has finished are reported (idempotent, atomic writes).
+        d.rebuild().map_err(bad_input)?;
         let (header, rows) = d.read_points().map_err(bad_input)?;
         let keys: Vec<String> = header.iter().skip(3).cloned().collect();
         let mut out = Vec::new();

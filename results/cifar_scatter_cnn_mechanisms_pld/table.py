@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""The CIFAR-10 mechanism table on the ScatterNet CNN recipe under PLD (this folder's README), from
+the sweeps' summaries (whole or, while a sweep runs, per seed).
+
+    python3 results/cifar_scatter_cnn_mechanisms_pld/table.py results/cifar_scatter_cnn_mechanisms_pld
+
+Reads <dir>/bandmf (DP-SGD = 1 band, and BandMF with 4 bands) and <dir>/balls_in_bins, and the
+linear recipe's table at equal tight ε (results/cifar_scatter_linear_mechanisms_pld) beside it.
+Prints final test accuracy mean ± sample std over seeds, with σ, per (arm, ε); the BandMF "noise"
+column is the strategy's error ratio for 367 steps of momentum 0.9 (0.2528, printed by
+`dpx account --config configs/cifar_scatter_cnn_bandmf.toml --json`, field bandmf.error_ratio)
+times (σ_4 / σ_1)².
+"""
+import os
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+from sweep_rows import cell, points, rows  # noqa: E402
+
+ERROR_RATIO = {1: 1.0, 4: 0.2528}
+ARMS = [(1, "DP-SGD (Poisson)"), (4, "BandMF, 4 bands"), ("bib", "balls-in-bins")]
+
+
+def load(folder, default_arm):
+    """{(arm, ε): final accuracies in %} and {(arm, ε): σ} of one sweep; the arm is its
+    `noise.bands` where the sweep varies it, else `default_arm`."""
+    cells, sigma = defaultdict(list), {}
+    if not (folder / "points.csv").exists():
+        return cells, sigma
+    keys = points(folder)
+    for pid, row in rows(folder):
+        k = keys[pid]
+        arm = int(k["noise.bands"]) if k.get("noise.bands") else default_arm
+        eps = float(k["privacy.epsilon"])
+        cells[(arm, eps)].append(100 * float(row["final_test_accuracy"]))
+        sigma[(arm, eps)] = float(row["noise_multiplier"])
+    return cells, sigma
+
+
+def table(cells, sigma):
+    print("| ε | " + " | ".join(name for _, name in ARMS) + " |")
+    print("|---" * (len(ARMS) + 1) + "|")
+    for eps in (1.0, 2.0, 4.0, 8.0):
+        out = [f"{eps:g}"]
+        for arm, _ in ARMS:
+            sig = sigma.get((arm, eps))
+            extra = f"σ {sig:.4g}" if sig else ""
+            if arm == 4 and sig and sigma.get((1, eps)):
+                extra += f"; noise {ERROR_RATIO[4] * (sig / sigma[(1, eps)]) ** 2:.2f}"
+            text = cell(cells.get((arm, eps), []))
+            out.append(f"{text} ({extra})" if extra else text)
+        print("| " + " | ".join(out) + " |")
+
+
+def main():
+    root = Path(sys.argv[1] if len(sys.argv) > 1 else Path(__file__).parent)
+    cells, sigma = load(root / "bandmf", 1)
+    c2, s2 = load(root / "balls_in_bins", "bib")
+    cells.update(c2)
+    sigma.update(s2)
+    print("ScatterNet + CNN (this folder):")
+    print()
+    table(cells, sigma)
+    linear = root.parent / "cifar_scatter_linear_mechanisms_pld"
+    lc, ls = load(linear / "bandmf", 1)
+    c3, s3 = load(linear / "balls_in_bins", "bib")
+    lc.update(c3)
+    ls.update(s3)
+    if lc:
+        print()
+        print("ScatterNet + linear, the same arms at equal tight ε (cifar_scatter_linear_mechanisms_pld):")
+        print()
+        table(lc, ls)
+        print()
+        print("CNN minus linear, mean final accuracy (points):")
+        print()
+        print("| ε | " + " | ".join(name for _, name in ARMS) + " |")
+        print("|---" * (len(ARMS) + 1) + "|")
+        for eps in (1.0, 2.0, 4.0, 8.0):
+            out = [f"{eps:g}"]
+            for arm, _ in ARMS:
+                a, b = cells.get((arm, eps)), lc.get((arm, eps))
+                out.append(f"{statistics.mean(a) - statistics.mean(b):+.2f}" if a and b else "—")
+            print("| " + " | ".join(out) + " |")
+
+
+if __name__ == "__main__":
+    main()
