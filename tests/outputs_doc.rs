@@ -58,11 +58,11 @@ fn every_report_json_field_is_documented() {
 
 #[test]
 fn the_checkpoint_file_is_documented_where_the_run_writes_it() {
-    let run = std::fs::read_to_string(root().join("src/cli/run.rs")).unwrap();
+    let run = std::fs::read_to_string(root().join("src/cli/output_dir.rs")).unwrap();
     let doc = std::fs::read_to_string(root().join("docs/outputs.md")).unwrap();
     assert!(
         run.contains("self.seeds().join(format!(\"{seed}.checkpoint\"))"),
-        "src/cli/run.rs no longer writes seeds/<seed>.checkpoint: update docs/outputs.md"
+        "src/cli/output_dir.rs no longer names seeds/<seed>.checkpoint: update docs/outputs.md"
     );
     assert!(
         doc.contains("| `seeds/<seed>.checkpoint` |"),
