@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Fuzz every dataset parser (IDX, CIFAR, LIBSVM, CSV) and the config parser for a bounded time.
+# Fuzz every dataset parser (IDX, CIFAR, LIBSVM, CSV, MAT-file/SVHN) and the config parser for a
+# bounded time.
 #
 #   scripts/fuzz.sh [SECONDS_PER_TARGET]     (default 60)
 #
@@ -25,7 +26,7 @@ esac
 echo "== fuzzing with ${fuzz[*]}"
 corpus=fuzz/corpus
 rm -rf "$corpus"
-mkdir -p "$corpus"/{idx,cifar,libsvm,csv,config}
+mkdir -p "$corpus"/{idx,cifar,libsvm,csv,mat,config}
 
 # IDX (MNIST layout): magic 0 0 type ndim, big-endian dims, then data.
 printf '\x00\x00\x08\x03\x00\x00\x00\x02\x00\x00\x00\x03\x00\x00\x00\x02' >"$corpus/idx/images"
@@ -51,11 +52,31 @@ printf '1 1:0.5 2:-1.25e-3\n0 2:7\n' >"$corpus/libsvm/real"
 printf 'label,x1,x2\n0,0.5,1.0\n1,-2,3e-2\n' >"$corpus/csv/header"
 printf '1,2,3\n0,4.5,6\n' >"$corpus/csv/plain"
 
+# MAT-files (SVHN layout): the 128-byte header, X (uint8, 32x32x3x1) as a plain miMATRIX element,
+# y (double class stored as uint8) plain in one file and zlib-compressed (miCOMPRESSED) in another.
+mat_header() { printf 'MATLAB 5.0 MAT-file, dpx fuzz seed'; printf '%*s' 82 ''; head -c 8 /dev/zero; printf '\x00\x01IM'; }
+mat_x() {
+  printf '\x0e\x00\x00\x00\x38\x0c\x00\x00'
+  printf '\x06\x00\x00\x00\x08\x00\x00\x00\x09\x00\x00\x00\x00\x00\x00\x00'
+  printf '\x05\x00\x00\x00\x10\x00\x00\x00\x20\x00\x00\x00\x20\x00\x00\x00\x03\x00\x00\x00\x01\x00\x00\x00'
+  printf '\x01\x00\x01\x00\x58\x00\x00\x00\x02\x00\x00\x00\x00\x0c\x00\x00'
+  head -c 3072 /dev/zero | tr '\0' '\7'
+}
+{ mat_header; mat_x
+  printf '\x0e\x00\x00\x00\x30\x00\x00\x00\x06\x00\x00\x00\x08\x00\x00\x00\x06\x00\x00\x00\x00\x00\x00\x00'
+  printf '\x05\x00\x00\x00\x08\x00\x00\x00\x01\x00\x00\x00\x01\x00\x00\x00\x01\x00\x01\x00\x79\x00\x00\x00'
+  printf '\x02\x00\x01\x00\x03\x00\x00\x00'
+} >"$corpus/mat/plain.mat"
+{ mat_header; mat_x
+  printf '\x0f\x00\x00\x00\x24\x00\x00\x00\x78\x9c\xe3\x63\x60\x60\x30\x00\x62\x36\x20\xe6\x80\xd2\x20\xc0'
+  printf '\x0a\xe5\x33\xc2\x31\x23\x43\x25\x90\x66\x02\xd2\xcc\x40\x1a\x00\x18\x10\x00\xe3'
+} >"$corpus/mat/compressed.mat"
+
 # Configs: the shipped examples.
 cp configs/*.toml "$corpus/config/"
 
 status=0
-for target in idx cifar libsvm csv config; do
+for target in idx cifar libsvm csv mat config; do
   echo "== fuzz $target for ${secs}s"
   mkdir -p "fuzz/artifacts/$target"
   # -rss_limit_mb bounds memory: an allocation driven by an untrusted header fails the run.

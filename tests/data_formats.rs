@@ -548,6 +548,7 @@ fn missing_dataset_says_where_it_looked_and_how_to_fetch() {
         (NamedDataset::FashionMnist, "train-images-idx3-ubyte"),
         (NamedDataset::Cifar10, "cifar-10-binary.tar.gz"),
         (NamedDataset::A9a, "a9a.t"),
+        (NamedDataset::Svhn, "train_32x32.mat"),
     ] {
         let err = load(
             &DataSource::Named {
@@ -712,4 +713,76 @@ fn a_directory_or_fifo_where_a_data_file_belongs_is_not_a_regular_file() {
             "{err}"
         );
     }
+}
+
+/// An SVHN split of `labels.len()` images in the published layout (X: 32 × 32 × 3 × N uint8,
+/// column-major; y: N × 1 doubles stored as uint8), pixel (row, col, c) of image i = (row + 2 col
+/// + 3 c + 5 i) mod 256.
+fn svhn_split(labels: &[u8], compress: bool) -> Vec<u8> {
+    use dpx::data::mat::write::{Var, file};
+    let n = labels.len();
+    let mut x = vec![0u8; n * 3072];
+    for (k, v) in x.iter_mut().enumerate() {
+        let (row, col, c, i) = (k % 32, (k / 32) % 32, (k / 1024) % 3, k / 3072);
+        *v = ((row + 2 * col + 3 * c + 5 * i) % 256) as u8;
+    }
+    let (dx, dy) = ([32, 32, 3, n as i32], [n as i32, 1]);
+    file(
+        &[
+            Var {
+                name: "X",
+                class: 9,
+                dims: &dx,
+                storage: 2,
+                data: &x,
+            },
+            Var {
+                name: "y",
+                class: 6,
+                dims: &dy,
+                storage: 2,
+                data: labels,
+            },
+        ],
+        compress,
+    )
+}
+
+#[test]
+fn svhn_loads_from_its_directory_compressed_plain_or_gzipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let svhn = dir.path().join("svhn");
+    std::fs::create_dir(&svhn).unwrap();
+    std::fs::write(svhn.join("train_32x32.mat"), svhn_split(&[1, 10, 4], true)).unwrap();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(&svhn_split(&[10, 7], false)).unwrap();
+    std::fs::write(svhn.join("test_32x32.mat.gz"), gz.finish().unwrap()).unwrap();
+    let tt = load(
+        &DataSource::Named {
+            dataset: NamedDataset::Svhn,
+            path: None,
+        },
+        dir.path(),
+    )
+    .unwrap();
+    assert_eq!(tt.train.labels, vec![1, 0, 4]);
+    assert_eq!(tt.test.labels, vec![0, 7]);
+    assert_eq!(tt.train.sample_shape, vec![3, 32, 32]);
+    assert_eq!(tt.train.num_classes, 10);
+    // dpx's pixel (c, row, col) of image i is MATLAB's X(row, col, c, i).
+    for (i, c, row, col) in [(0, 0, 0, 1), (2, 2, 31, 0), (1, 1, 5, 17)] {
+        let want = ((row + 2 * col + 3 * c + 5 * i) % 256) as f32;
+        assert_eq!(tt.train.features[[i, c * 1024 + row * 32 + col]], want);
+    }
+    // A damaged file is an error naming it.
+    std::fs::write(svhn.join("train_32x32.mat"), b"MATLAB 5.0 MAT-file").unwrap();
+    let err = load(
+        &DataSource::Named {
+            dataset: NamedDataset::Svhn,
+            path: None,
+        },
+        dir.path(),
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("train_32x32.mat"), "{err}");
 }

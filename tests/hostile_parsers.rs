@@ -162,6 +162,41 @@ fn cifar_survives_mutations() {
     });
 }
 
+/// A small SVHN-layout MAT-file: X (32 × 32 × 3 × 2, uint8) and y (2 × 1).
+fn svhn_mat(compress: bool) -> Vec<u8> {
+    use dpx::data::mat::write::{Var, file};
+    let x: Vec<u8> = (0..2 * 3072).map(|k| (k % 251) as u8).collect();
+    file(
+        &[
+            Var {
+                name: "X",
+                class: 9,
+                dims: &[32, 32, 3, 2],
+                storage: 2,
+                data: &x,
+            },
+            Var {
+                name: "y",
+                class: 6,
+                dims: &[2, 1],
+                storage: 2,
+                data: &[10, 3],
+            },
+        ],
+        compress,
+    )
+}
+
+#[test]
+fn mat_files_survive_mutations() {
+    let corpus = vec![svhn_mat(false), svhn_mat(true)];
+    fuzz("mat", &corpus, 6, |b| {
+        if let Ok(arrays) = dpx::data::mat::read_mat(b, &["X", "y"]) {
+            let _ = dpx::data::svhn::from_arrays(arrays);
+        }
+    });
+}
+
 #[test]
 fn libsvm_survives_mutations() {
     let corpus = vec![

@@ -36,6 +36,7 @@ pub enum FetchName {
     FashionMnist,
     Cifar10,
     A9a,
+    Svhn,
 }
 
 impl From<FetchName> for NamedDataset {
@@ -45,6 +46,7 @@ impl From<FetchName> for NamedDataset {
             FetchName::FashionMnist => NamedDataset::FashionMnist,
             FetchName::Cifar10 => NamedDataset::Cifar10,
             FetchName::A9a => NamedDataset::A9a,
+            FetchName::Svhn => NamedDataset::Svhn,
         }
     }
 }

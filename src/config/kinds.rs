@@ -22,6 +22,8 @@ pub enum DatasetName {
     Cifar10,
     /// The a9a (Adult) set in LIBSVM format, 123 binary features.
     A9a,
+    /// SVHN cropped digits (MAT-files), 73,257 train / 26,032 test, 3×32×32.
+    Svhn,
     /// Any LIBSVM text file (`data.path`, optionally `data.test_path`).
     Libsvm,
     /// Any CSV file of numbers with one label column.
@@ -45,6 +47,7 @@ impl DatasetName {
             | DatasetName::FashionMnist
             | DatasetName::Cifar10
             | DatasetName::A9a
+            | DatasetName::Svhn
             | DatasetName::Libsvm
             | DatasetName::Csv => false,
         }
@@ -54,7 +57,10 @@ impl DatasetName {
     pub fn is_image(self) -> bool {
         matches!(
             self,
-            DatasetName::Mnist | DatasetName::FashionMnist | DatasetName::Cifar10
+            DatasetName::Mnist
+                | DatasetName::FashionMnist
+                | DatasetName::Cifar10
+                | DatasetName::Svhn
         )
     }
 
@@ -70,6 +76,7 @@ impl DatasetName {
             DatasetName::FashionMnist => "fashion-mnist",
             DatasetName::Cifar10 => "cifar10",
             DatasetName::A9a => "a9a",
+            DatasetName::Svhn => "svhn",
             DatasetName::Libsvm => "libsvm",
             DatasetName::Csv => "csv",
             DatasetName::GaussianMixture => "gaussian_mixture",

@@ -9,7 +9,8 @@
 //!
 //! Checksums: MNIST, CIFAR-10 and a9a are the official ones (MNIST and a9a as listed in the
 //! project's dataset notes; CIFAR-10's archive as published on the dataset page);
-//! Fashion-MNIST's are those published in the zalandoresearch/fashion-mnist README.
+//! Fashion-MNIST's are those published in the zalandoresearch/fashion-mnist README; SVHN's are
+//! those torchvision's `SVHN` dataset class checks (the dataset page publishes none).
 //!
 //! Owns HTTP, checksums and atomic writes. Reports progress through [`FetchObserver`] and
 //! never draws to a terminal itself (that is `cli/`). Must not parse the files.
@@ -105,6 +106,13 @@ pub fn plan(dataset: NamedDataset) -> FetchPlan {
         NamedDataset::Cifar10 => (
             files(&[("cifar-10-binary.tar.gz", "c32a1d4ab5d03f1284b67883e8d87530")]),
             vec!["https://www.cs.toronto.edu/~kriz/"],
+        ),
+        NamedDataset::Svhn => (
+            files(&[
+                ("train_32x32.mat", "e26dedcc434d2e4c54c9b2d4a06d8373"),
+                ("test_32x32.mat", "eb5a983be6a315427106f1b164d9cef3"),
+            ]),
+            vec!["http://ufldl.stanford.edu/housenumbers/"],
         ),
         NamedDataset::A9a => (
             files(&[

@@ -27,6 +27,7 @@ pub mod idx;
 pub mod io;
 pub mod labels;
 pub mod libsvm;
+pub mod mat;
 pub mod moments;
 pub mod preprocess;
 pub mod private_pca;
@@ -34,6 +35,7 @@ pub mod sampler;
 pub mod scattering;
 pub mod scattering_cache;
 pub mod source;
+pub mod svhn;
 pub mod synthetic;
 
 pub use error::DataError;

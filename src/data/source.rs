@@ -16,6 +16,7 @@ use super::error::DataError;
 use super::idx::load_idx_dataset;
 use super::io::check_regular;
 use super::libsvm::load_libsvm_pair;
+use super::svhn;
 use super::synthetic::SyntheticSpec;
 use super::{Dataset, TrainTest};
 
@@ -36,6 +37,8 @@ pub enum NamedDataset {
     Cifar10,
     /// a9a (UCI Adult, LIBSVM), 32561 train / 16281 test, 123 binary features, 2 classes.
     A9a,
+    /// SVHN cropped digits (MAT-files), 73257 train / 26032 test, 3x32x32, 10 classes.
+    Svhn,
 }
 
 /// The four IDX file names of MNIST and Fashion-MNIST (without `.gz`):
@@ -52,11 +55,12 @@ pub const A9A_FEATURES: usize = 123;
 
 impl NamedDataset {
     /// Every named dataset.
-    pub const ALL: [NamedDataset; 4] = [
+    pub const ALL: [NamedDataset; 5] = [
         NamedDataset::Mnist,
         NamedDataset::FashionMnist,
         NamedDataset::Cifar10,
         NamedDataset::A9a,
+        NamedDataset::Svhn,
     ];
 
     /// The name used on the command line, in configs and as the directory name.
@@ -66,6 +70,7 @@ impl NamedDataset {
             NamedDataset::FashionMnist => "fashion-mnist",
             NamedDataset::Cifar10 => "cifar10",
             NamedDataset::A9a => "a9a",
+            NamedDataset::Svhn => "svhn",
         }
     }
 
@@ -163,6 +168,15 @@ pub fn load(source: &DataSource, data_dir: &Path) -> Result<TrainTest, DataError
             match dataset {
                 NamedDataset::Mnist | NamedDataset::FashionMnist => load_idx_dir(&dir, not_found)?,
                 NamedDataset::Cifar10 => load_cifar(&dir, not_found)?,
+                NamedDataset::Svhn => {
+                    for name in [svhn::TRAIN_FILE, svhn::TEST_FILE] {
+                        if svhn::split_file(&dir, name).is_none() {
+                            check_regular(&dir.join(name), "an SVHN data file")?;
+                            return Err(not_found(format!("{name} or {name}.gz"), vec![dir]));
+                        }
+                    }
+                    svhn::load_svhn_dir(&dir)?
+                }
                 NamedDataset::A9a => {
                     let (train, test) = (dir.join("a9a"), dir.join("a9a.t"));
                     check_regular(&train, "the a9a training file")?;

@@ -168,6 +168,7 @@ fn named(dataset: DatasetName) -> Option<NamedDataset> {
         DatasetName::FashionMnist => Some(NamedDataset::FashionMnist),
         DatasetName::Cifar10 => Some(NamedDataset::Cifar10),
         DatasetName::A9a => Some(NamedDataset::A9a),
+        DatasetName::Svhn => Some(NamedDataset::Svhn),
         DatasetName::Libsvm
         | DatasetName::Csv
         | DatasetName::GaussianMixture

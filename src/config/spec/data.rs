@@ -269,7 +269,8 @@ impl Checker<'_> {
             DatasetName::Mnist
             | DatasetName::FashionMnist
             | DatasetName::Cifar10
-            | DatasetName::A9a => DataSource::Standard {
+            | DatasetName::A9a
+            | DatasetName::Svhn => DataSource::Standard {
                 dataset,
                 dir: d
                     .path
