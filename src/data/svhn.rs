@@ -88,13 +88,11 @@ pub fn from_arrays(arrays: Vec<MatArray>) -> Result<Dataset, DataError> {
     // MATLAB's X(row, col, c, i) sits at row + 32·col + 1024·c + 3072·i; dpx's pixel (c, row,
     // col) of image i at c·1024 + row·32 + col: each colour plane is transposed.
     let mut features = vec![0f32; n * PIXELS];
-    for (i, (src, dst)) in x
+    for (src, dst) in x
         .data
         .chunks_exact(PIXELS)
         .zip(features.chunks_exact_mut(PIXELS))
-        .enumerate()
     {
-        let _ = i;
         for c in 0..CHANNELS {
             let plane = c * SIDE * SIDE;
             for row in 0..SIDE {
@@ -151,7 +149,7 @@ mod tests {
     use crate::data::mat::read_mat;
     use crate::data::mat::write::{Var, file};
 
-    /// Two images whose pixel (row, col, c) of image i holds (i·3 + c)·... small distinct values.
+    /// Images whose pixel (row, col, c) of image i is (7 row + 3 col + 50 c + 101 i) mod 256.
     fn svhn_bytes(labels: &[u8], compress: bool) -> Vec<u8> {
         let n = labels.len();
         let mut x = vec![0u8; n * PIXELS];
