@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use ndarray::Array2;
 
 use super::error::{DataError, MAX_FILE_BYTES};
-use super::io::{maybe_gunzip, open_maybe_gzip};
+use super::io::{maybe_gunzip, open_maybe_gzip, read_capped};
 use super::{Dataset, TrainTest};
 
 /// Image side in pixels.
@@ -61,12 +61,7 @@ impl CifarBatches {
         expected_bytes: u64,
     ) -> Result<(), DataError> {
         let reader = maybe_gunzip(reader).map_err(DataError::io)?;
-        let capacity = expected_bytes.min(MAX_FILE_BYTES + 1);
-        let mut bytes = Vec::with_capacity(usize::try_from(capacity).unwrap_or(0));
-        reader
-            .take(MAX_FILE_BYTES + 1)
-            .read_to_end(&mut bytes)
-            .map_err(DataError::io)?;
+        let bytes = read_capped(reader, expected_bytes, "CIFAR-10 batch size in bytes")?;
         self.push_bytes(&bytes)
     }
 

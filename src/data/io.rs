@@ -8,7 +8,7 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::Path;
 
-use super::error::DataError;
+use super::error::{DataError, MAX_FILE_BYTES};
 
 /// The two magic bytes that open every gzip member (RFC 1952, section 2.3.1).
 pub const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
@@ -136,6 +136,31 @@ pub fn read_exact_body<R: Read>(
         });
     }
     Ok(data)
+}
+
+/// Everything `reader` yields, at most [`MAX_FILE_BYTES`]: more is [`DataError::TooLarge`] for
+/// `what`. The buffer starts at `capacity_hint` bytes (capped at the limit) and grows only with
+/// the bytes that arrive, so a small stream costs little whatever a header claims.
+pub fn read_capped<R: Read>(
+    reader: R,
+    capacity_hint: u64,
+    what: &str,
+) -> Result<Vec<u8>, DataError> {
+    let capacity = capacity_hint.min(MAX_FILE_BYTES + 1);
+    let mut bytes = Vec::with_capacity(usize::try_from(capacity).unwrap_or(0));
+    reader
+        .take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(DataError::io)?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(DataError::TooLarge {
+            path: None,
+            what: what.to_string(),
+            claimed: bytes.len() as u64,
+            limit: MAX_FILE_BYTES,
+        });
+    }
+    Ok(bytes)
 }
 
 /// Read into `buf` until it is full or the stream ends; returns the number of bytes read.

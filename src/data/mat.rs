@@ -19,7 +19,8 @@
 
 use std::io::Read;
 
-use super::error::{DataError, MAX_ELEMENTS, MAX_FILE_BYTES};
+use super::error::{DataError, MAX_ELEMENTS};
+use super::io::read_capped;
 
 const HEADER_BYTES: usize = 128;
 const MI_INT8: u32 = 1;
@@ -166,20 +167,11 @@ fn header(bytes: &[u8]) -> Result<Endian, DataError> {
 /// Inflate an `miCOMPRESSED` element's zlib stream, growing the buffer as data arrives, up to
 /// [`MAX_FILE_BYTES`].
 fn inflate(data: &[u8]) -> Result<Vec<u8>, DataError> {
-    let mut out = Vec::new();
-    flate2::read::ZlibDecoder::new(data)
-        .take(MAX_FILE_BYTES + 1)
-        .read_to_end(&mut out)
-        .map_err(DataError::io)?;
-    if out.len() as u64 > MAX_FILE_BYTES {
-        return Err(DataError::TooLarge {
-            path: None,
-            what: "MAT-file compressed variable in bytes".into(),
-            claimed: out.len() as u64,
-            limit: MAX_FILE_BYTES,
-        });
-    }
-    Ok(out)
+    read_capped(
+        flate2::read::ZlibDecoder::new(data),
+        0,
+        "MAT-file compressed variable in bytes",
+    )
 }
 
 /// Bytes per value of a numeric storage type, or None for a type that is not numeric.
@@ -332,20 +324,7 @@ pub fn read_mat(bytes: &[u8], wanted: &[&str]) -> Result<Vec<MatArray>, DataErro
 
 /// [`read_mat`] on everything `reader` yields (at most [`MAX_FILE_BYTES`]).
 pub fn read_mat_reader<R: Read>(reader: R, wanted: &[&str]) -> Result<Vec<MatArray>, DataError> {
-    let mut bytes = Vec::new();
-    reader
-        .take(MAX_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(DataError::io)?;
-    if bytes.len() as u64 > MAX_FILE_BYTES {
-        return Err(DataError::TooLarge {
-            path: None,
-            what: "MAT-file size in bytes".into(),
-            claimed: bytes.len() as u64,
-            limit: MAX_FILE_BYTES,
-        });
-    }
-    read_mat(&bytes, wanted)
+    read_mat(&read_capped(reader, 0, "MAT-file size in bytes")?, wanted)
 }
 
 /// Writing MAT-files in the format above, for tests (the layout MATLAB and SciPy write).
