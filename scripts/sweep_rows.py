@@ -8,6 +8,7 @@ import csv
 import glob
 import os
 import statistics
+from collections import defaultdict
 
 
 def rows(folder):
@@ -39,3 +40,20 @@ def cell(xs):
     if len(xs) == 1:
         return f"{xs[0]:.2f} (1 seed)"
     return f"{statistics.fmean(xs):.2f} ± {statistics.stdev(xs):.2f} ({len(xs)})"
+
+
+def by_arm_and_epsilon(folder, default_arm):
+    """{(arm, ε): final accuracies in %} and {(arm, ε): σ} of the sweep in `folder` (empty when it
+    has no points.csv); the arm is the point's `noise.bands` where the sweep varies it, else
+    `default_arm`."""
+    cells, sigma = defaultdict(list), {}
+    if not os.path.exists(os.path.join(folder, "points.csv")):
+        return cells, sigma
+    keys = points(folder)
+    for pid, row in rows(folder):
+        k = keys[pid]
+        arm = int(k["noise.bands"]) if k.get("noise.bands") else default_arm
+        eps = float(k["privacy.epsilon"])
+        cells[(arm, eps)].append(100 * float(row["final_test_accuracy"]))
+        sigma[(arm, eps)] = float(row["noise_multiplier"])
+    return cells, sigma

@@ -14,30 +14,17 @@ times (σ_4 / σ_1)².
 import os
 import statistics
 import sys
-from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
-from sweep_rows import cell, points, rows  # noqa: E402
+from sweep_rows import by_arm_and_epsilon, cell  # noqa: E402
 
 ERROR_RATIO = {1: 1.0, 4: 0.2528}
 ARMS = [(1, "DP-SGD (Poisson)"), (4, "BandMF, 4 bands"), ("bib", "balls-in-bins")]
 
 
 def load(folder, default_arm):
-    """{(arm, ε): final accuracies in %} and {(arm, ε): σ} of one sweep; the arm is its
-    `noise.bands` where the sweep varies it, else `default_arm`."""
-    cells, sigma = defaultdict(list), {}
-    if not (folder / "points.csv").exists():
-        return cells, sigma
-    keys = points(folder)
-    for pid, row in rows(folder):
-        k = keys[pid]
-        arm = int(k["noise.bands"]) if k.get("noise.bands") else default_arm
-        eps = float(k["privacy.epsilon"])
-        cells[(arm, eps)].append(100 * float(row["final_test_accuracy"]))
-        sigma[(arm, eps)] = float(row["noise_multiplier"])
-    return cells, sigma
+    return by_arm_and_epsilon(str(folder), default_arm)
 
 
 def table(cells, sigma):

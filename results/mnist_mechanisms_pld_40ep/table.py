@@ -12,28 +12,16 @@ bandmf.error_ratio, for 40 epochs: 0.13011 at 8 bands, 0.03746 at 32) times (σ_
 import os
 import statistics
 import sys
-from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
-from sweep_rows import points, rows  # noqa: E402
+from sweep_rows import by_arm_and_epsilon  # noqa: E402
 
 ERROR_RATIO = {1: 1.0, 8: 0.13010544968122517, 32: 0.03745870254125334}
 
 
 def load(folder, default_arm):
-    """{(arm, ε): final accuracies in %} and {(arm, ε): σ} of one sweep; the arm is its
-    `noise.bands` where the sweep varies it, else `default_arm`."""
-    keys = points(folder)
-    cells = defaultdict(list)
-    sigma = {}
-    for pid, row in rows(folder):
-        k = keys[pid]
-        arm = int(k["noise.bands"]) if k.get("noise.bands") else default_arm
-        eps = float(k["privacy.epsilon"])
-        cells[(arm, eps)].append(100 * float(row["final_test_accuracy"]))
-        sigma[(arm, eps)] = float(row["noise_multiplier"])
-    return cells, sigma
+    return by_arm_and_epsilon(str(folder), default_arm)
 
 
 def fmt(vals):
