@@ -169,13 +169,19 @@ pub fn load(source: &DataSource, data_dir: &Path) -> Result<TrainTest, DataError
                 NamedDataset::Mnist | NamedDataset::FashionMnist => load_idx_dir(&dir, not_found)?,
                 NamedDataset::Cifar10 => load_cifar(&dir, not_found)?,
                 NamedDataset::Svhn => {
+                    let mut files = Vec::with_capacity(2);
                     for name in [svhn::TRAIN_FILE, svhn::TEST_FILE] {
-                        if svhn::split_file(&dir, name).is_none() {
-                            check_regular(&dir.join(name), "an SVHN data file")?;
-                            return Err(not_found(format!("{name} or {name}.gz"), vec![dir]));
+                        match raw_or_gz(&dir, name)? {
+                            Some(p) => files.push(p),
+                            None => {
+                                return Err(not_found(format!("{name} or {name}.gz"), vec![dir]));
+                            }
                         }
                     }
-                    svhn::load_svhn_dir(&dir)?
+                    TrainTest {
+                        train: svhn::read_svhn_file(&files[0])?,
+                        test: svhn::read_svhn_file(&files[1])?,
+                    }
                 }
                 NamedDataset::A9a => {
                     let (train, test) = (dir.join("a9a"), dir.join("a9a.t"));

@@ -12,14 +12,14 @@
 //! Owns the interpretation of the two arrays and its validation (dimensions, label range).
 //! Must not scale or normalise pixels (that is `preprocess`).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use ndarray::Array2;
 
+use super::Dataset;
 use super::error::DataError;
 use super::io::open_maybe_gzip;
 use super::mat::{MatArray, read_mat_reader};
-use super::{Dataset, TrainTest};
 
 /// Image side in pixels.
 pub const SIDE: usize = 32;
@@ -86,24 +86,18 @@ pub fn from_arrays(arrays: Vec<MatArray>) -> Result<Dataset, DataError> {
         labels.push(v as usize % 10);
     }
     // MATLAB's X(row, col, c, i) sits at row + 32·col + 1024·c + 3072·i; dpx's pixel (c, row,
-    // col) of image i at c·1024 + row·32 + col: each colour plane is transposed.
-    let mut features = vec![0f32; n * PIXELS];
-    for (src, dst) in x
-        .data
-        .chunks_exact(PIXELS)
-        .zip(features.chunks_exact_mut(PIXELS))
-    {
-        for c in 0..CHANNELS {
-            let plane = c * SIDE * SIDE;
-            for row in 0..SIDE {
-                for col in 0..SIDE {
-                    dst[plane + row * SIDE + col] = src[plane + col * SIDE + row];
-                }
+    // col) of image i at c·1024 + row·32 + col + 3072·i: each 32 × 32 colour plane is transposed,
+    // in place.
+    let mut data = x.data;
+    for plane in data.chunks_exact_mut(SIDE * SIDE) {
+        for row in 0..SIDE {
+            for col in row + 1..SIDE {
+                plane.swap(row * SIDE + col, col * SIDE + row);
             }
         }
     }
     let features =
-        Array2::from_shape_vec((n, PIXELS), features).expect("n images of PIXELS values each");
+        Array2::from_shape_vec((n, PIXELS), data).expect("X holds n images of PIXELS values");
     Ok(Dataset {
         features,
         labels,
@@ -118,29 +112,6 @@ pub fn read_svhn_file(path: &Path) -> Result<Dataset, DataError> {
     read_mat_reader(reader, &["X", "y"])
         .and_then(from_arrays)
         .map_err(|e| e.with_path(path))
-}
-
-/// The file `name` or `name.gz` in `dir`, whichever exists.
-pub fn split_file(dir: &Path, name: &str) -> Option<PathBuf> {
-    [dir.join(name), dir.join(format!("{name}.gz"))]
-        .into_iter()
-        .find(|p| p.is_file())
-}
-
-/// Load train and test from a directory holding `train_32x32.mat` and `test_32x32.mat`.
-pub fn load_svhn_dir(dir: &Path) -> Result<TrainTest, DataError> {
-    let find = |name: &str| {
-        split_file(dir, name).ok_or_else(|| DataError::NotFound {
-            dataset: "svhn".to_string(),
-            expected: format!("{name} or {name}.gz"),
-            looked_in: vec![dir.to_path_buf()],
-            hint: "get the dataset with `dpx data fetch svhn`".to_string(),
-        })
-    };
-    Ok(TrainTest {
-        train: read_svhn_file(&find(TRAIN_FILE)?)?,
-        test: read_svhn_file(&find(TEST_FILE)?)?,
-    })
 }
 
 #[cfg(test)]
