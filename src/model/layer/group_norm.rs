@@ -77,6 +77,15 @@ impl GroupNorm {
             tensors: vec![weight, bias],
         })
     }
+
+    fn dims(&self) -> Dims {
+        let per = self.channels / self.groups;
+        Dims {
+            c: self.channels,
+            per,
+            n: (self.positions * per) as f64,
+        }
+    }
 }
 
 impl Layer for GroupNorm {
@@ -105,63 +114,28 @@ impl Layer for GroupNorm {
     ) -> Forward {
         let gamma = params.slice(s![self.tensors[0].range.clone()]);
         let beta = params.slice(s![self.tensors[1].range.clone()]);
-        let (batch, c) = (input.nrows(), self.channels);
+        let batch = input.nrows();
         let mut xhat = Array2::<f32>::zeros(input.raw_dim());
+        let mut output = Array2::<f32>::zeros(input.raw_dim());
         let mut rstd = Array2::<f64>::zeros((batch, self.groups));
-        let (groups, per) = (self.groups, c / self.groups);
-        let n = (self.positions * per) as f64;
+        let (gamma, beta) = (contiguous(gamma), contiguous(beta));
+        let dims = self.dims();
         xhat.axis_iter_mut(Axis(0))
             .into_par_iter()
+            .zip(output.axis_iter_mut(Axis(0)).into_par_iter())
             .zip(rstd.axis_iter_mut(Axis(0)).into_par_iter())
             .zip(input.axis_iter(Axis(0)).into_par_iter())
-            .for_each(|((mut xh, mut rs), x)| {
+            .for_each(|(((mut xh, mut y), mut rs), x)| {
                 let x = contiguous(x);
-                let xh = xh.as_slice_mut().expect("a fresh array is contiguous");
-                // Each group's sums run position by position over its channels in order.
-                let mut mean = vec![0.0f64; groups];
-                for pos in x.chunks_exact(c) {
-                    for (m, chans) in mean.iter_mut().zip(pos.chunks_exact(per)) {
-                        for &v in chans {
-                            *m += v as f64;
-                        }
-                    }
-                }
-                mean.iter_mut().for_each(|m| *m /= n);
-                let mut var = vec![0.0f64; groups];
-                for pos in x.chunks_exact(c) {
-                    for ((s, &m), chans) in var.iter_mut().zip(&mean).zip(pos.chunks_exact(per)) {
-                        for &v in chans {
-                            *s += (v as f64 - m).powi(2);
-                        }
-                    }
-                }
-                for (g, s) in var.iter().enumerate() {
-                    rs[g] = 1.0 / (s / n + EPS).sqrt();
-                }
-                for (out, pos) in xh.chunks_exact_mut(c).zip(x.chunks_exact(c)) {
-                    for (g, (o, chans)) in out
-                        .chunks_exact_mut(per)
-                        .zip(pos.chunks_exact(per))
-                        .enumerate()
-                    {
-                        let (m, r) = (mean[g], rs[g]);
-                        for (o, &v) in o.iter_mut().zip(chans) {
-                            *o = ((v as f64 - m) * r) as f32;
-                        }
-                    }
-                }
-            });
-        let mut output = xhat.clone();
-        output
-            .axis_iter_mut(Axis(0))
-            .into_par_iter()
-            .for_each(|mut y| {
-                let y = y.as_slice_mut().expect("a fresh array is contiguous");
-                for pos in y.chunks_exact_mut(c) {
-                    for ((v, &ga), &be) in pos.iter_mut().zip(gamma.iter()).zip(beta.iter()) {
-                        *v = ga * *v + be;
-                    }
-                }
+                let fresh = "a fresh array is contiguous";
+                forward_example(
+                    dims,
+                    &x,
+                    (&gamma, &beta),
+                    xh.as_slice_mut().expect(fresh),
+                    y.as_slice_mut().expect(fresh),
+                    rs.as_slice_mut().expect(fresh),
+                );
             });
         Forward {
             output,
@@ -175,7 +149,7 @@ impl Layer for GroupNorm {
         };
         let gamma = ctx.params.slice(s![self.tensors[0].range.clone()]);
         let c = self.channels;
-        // Per-example parameter gradients [B, 2C]: γ's then β's, summed over positions in f64.
+        // Per-example parameter gradients [B, 2C]: γ's then β's.
         let mut per_example = Array2::<f32>::zeros((ctx.batch, 2 * c));
         per_example
             .axis_iter_mut(Axis(0))
@@ -183,19 +157,12 @@ impl Layer for GroupNorm {
             .zip(d.axis_iter(Axis(0)).into_par_iter())
             .zip(saved.xhat.axis_iter(Axis(0)).into_par_iter())
             .for_each(|((mut g, di), xh)| {
-                let mut acc = vec![0.0f64; 2 * c];
-                for l in 0..self.positions {
-                    for ch in 0..c {
-                        let j = l * c + ch;
-                        acc[ch] += di[j] as f64 * xh[j] as f64;
-                        acc[c + ch] += di[j] as f64;
-                    }
-                }
-                g.iter_mut().zip(&acc).for_each(|(o, &a)| *o = a as f32);
+                let (di, xh) = (contiguous(di), contiguous(xh));
+                let g = g.as_slice_mut().expect("a fresh array is contiguous");
+                parameter_gradients_example(c, &di, &xh, g);
             });
         let dx = input_gradient.then(|| {
-            let (groups, per) = (self.groups, c / self.groups);
-            let n = (self.positions * per) as f64;
+            let dims = self.dims();
             let gamma: Vec<f64> = gamma.iter().map(|&g| g as f64).collect();
             let mut dx = Array2::<f32>::zeros(d.raw_dim());
             dx.axis_iter_mut(Axis(0))
@@ -203,42 +170,9 @@ impl Layer for GroupNorm {
                 .enumerate()
                 .for_each(|(i, mut dxi)| {
                     let (di, xh) = (contiguous(d.row(i)), contiguous(saved.xhat.row(i)));
+                    let rstd = saved.rstd.row(i).to_vec();
                     let dxi = dxi.as_slice_mut().expect("a fresh array is contiguous");
-                    // dx̂ = γ ⊙ δ; its mean and its mean against x̂ per group, summed position by
-                    // position over the group's channels in order.
-                    let (mut m1, mut m2) = (vec![0.0f64; groups], vec![0.0f64; groups]);
-                    for (pd, px) in di.chunks_exact(c).zip(xh.chunks_exact(c)) {
-                        for (g, ((cd, cx), ga)) in pd
-                            .chunks_exact(per)
-                            .zip(px.chunks_exact(per))
-                            .zip(gamma.chunks_exact(per))
-                            .enumerate()
-                        {
-                            for ((&dv, &xv), &gv) in cd.iter().zip(cx).zip(ga) {
-                                let dxh = gv * dv as f64;
-                                m1[g] += dxh;
-                                m2[g] += dxh * xv as f64;
-                            }
-                        }
-                    }
-                    for (out, (pd, px)) in dxi
-                        .chunks_exact_mut(c)
-                        .zip(di.chunks_exact(c).zip(xh.chunks_exact(c)))
-                    {
-                        for (g, (((o, cd), cx), ga)) in out
-                            .chunks_exact_mut(per)
-                            .zip(pd.chunks_exact(per))
-                            .zip(px.chunks_exact(per))
-                            .zip(gamma.chunks_exact(per))
-                            .enumerate()
-                        {
-                            let (a, b, r) = (m1[g] / n, m2[g] / n, saved.rstd[[i, g]]);
-                            for (((o, &dv), &xv), &gv) in o.iter_mut().zip(cd).zip(cx).zip(ga) {
-                                let dxh = gv * dv as f64;
-                                *o = (r * (dxh - a - xv as f64 * b)) as f32;
-                            }
-                        }
-                    }
+                    input_gradient_example(dims, &di, &xh, &gamma, &rstd, dxi);
                 });
             dx
         });
@@ -260,6 +194,198 @@ impl Layer for GroupNorm {
             bias: self.tensors[1].clone(),
         }))
     }
+}
+
+/// One example's shape: C channels, C/G channels per group, n = L·C/G entries per group.
+#[derive(Debug, Clone, Copy)]
+struct Dims {
+    c: usize,
+    per: usize,
+    n: f64,
+}
+
+// Per-example kernels. Rows are position-major (`[L·C]`, channel fastest). Every sum over a
+// group runs in f64 in one fixed order, which is part of the layer's bits: each channel's sum over
+// positions in order (C independent chains, one SIMD lane each), then the group's channels in
+// order. Each kernel is compiled twice, portable and for AVX-512F, chosen at run time; both do the
+// same operations in the same order (Rust never fuses a multiply and an add), so the results do
+// not depend on the CPU.
+
+/// Calls `$kernel` (an `#[inline(always)]` function) compiled for AVX-512F when the CPU has it,
+/// else its portable form.
+macro_rules! widest {
+    ($kernel:ident($($arg:ident: $ty:ty),*)) => {{
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx512f")]
+        unsafe fn wide($($arg: $ty),*) {
+            $kernel($($arg),*)
+        }
+        #[cfg(target_arch = "x86_64")]
+        if crate::model::kernels::avx512_available() {
+            // SAFETY: the CPU supports AVX-512F (checked just above).
+            unsafe { wide($($arg),*) };
+            return;
+        }
+        $kernel($($arg),*)
+    }};
+}
+
+/// Forward pass of one example: x̂ (`xh`), y = γ x̂ + β and 1/√(σ² + ε) per group (`rstd`).
+fn forward_example(
+    dims: Dims,
+    x: &[f32],
+    affine: (&[f32], &[f32]),
+    xh: &mut [f32],
+    y: &mut [f32],
+    rstd: &mut [f64],
+) {
+    widest!(forward_kernel(dims: Dims, x: &[f32], affine: (&[f32], &[f32]), xh: &mut [f32], y: &mut [f32], rstd: &mut [f64]))
+}
+
+#[inline(always)]
+fn forward_kernel(
+    dims: Dims,
+    x: &[f32],
+    (gamma, beta): (&[f32], &[f32]),
+    xh: &mut [f32],
+    y: &mut [f32],
+    rstd: &mut [f64],
+) {
+    let c = dims.c;
+    let mut sums = vec![0.0f64; c];
+    for pos in x.chunks_exact(c) {
+        for (s, &v) in sums.iter_mut().zip(pos) {
+            *s += v as f64;
+        }
+    }
+    let mean = spread(&group_means(&sums, dims), dims.per);
+    let mut squares = vec![0.0f64; c];
+    for pos in x.chunks_exact(c) {
+        for ((s, &v), &m) in squares.iter_mut().zip(pos).zip(&mean) {
+            let d = v as f64 - m;
+            *s += d * d;
+        }
+    }
+    let variance = group_means(&squares, dims);
+    for (r, &v) in rstd.iter_mut().zip(&variance) {
+        *r = 1.0 / (v + EPS).sqrt();
+    }
+    let r = spread(rstd, dims.per);
+    for ((xo, yo), pos) in xh
+        .chunks_exact_mut(c)
+        .zip(y.chunks_exact_mut(c))
+        .zip(x.chunks_exact(c))
+    {
+        for (((((xo, yo), &v), &m), &r), (&ga, &be)) in xo
+            .iter_mut()
+            .zip(yo.iter_mut())
+            .zip(pos)
+            .zip(&mean)
+            .zip(&r)
+            .zip(gamma.iter().zip(beta))
+        {
+            let t = ((v as f64 - m) * r) as f32;
+            *xo = t;
+            *yo = ga * t + be;
+        }
+    }
+}
+
+/// One example's parameter gradients `[2C]`: g^γ_c = Σ_l δ_{l,c} x̂_{l,c}, then g^β_c = Σ_l δ_{l,c},
+/// each summed over positions in order, in f64.
+fn parameter_gradients_example(c: usize, d: &[f32], xh: &[f32], g: &mut [f32]) {
+    widest!(parameter_gradients_kernel(c: usize, d: &[f32], xh: &[f32], g: &mut [f32]))
+}
+
+#[inline(always)]
+fn parameter_gradients_kernel(c: usize, d: &[f32], xh: &[f32], g: &mut [f32]) {
+    let mut acc = vec![0.0f64; 2 * c];
+    let (acc_gamma, acc_beta) = acc.split_at_mut(c);
+    for (pd, px) in d.chunks_exact(c).zip(xh.chunks_exact(c)) {
+        for (((ag, ab), &dv), &xv) in acc_gamma
+            .iter_mut()
+            .zip(acc_beta.iter_mut())
+            .zip(pd)
+            .zip(px)
+        {
+            *ag += dv as f64 * xv as f64;
+            *ab += dv as f64;
+        }
+    }
+    g.iter_mut().zip(&acc).for_each(|(o, &a)| *o = a as f32);
+}
+
+/// One example's input gradient
+/// `dx = (dx̂ − mean(dx̂) − x̂ · mean(dx̂ ⊙ x̂)) / √(σ² + ε)`, `dx̂ = γ ⊙ δ`, means over the group.
+fn input_gradient_example(
+    dims: Dims,
+    d: &[f32],
+    xh: &[f32],
+    gamma: &[f64],
+    rstd: &[f64],
+    dx: &mut [f32],
+) {
+    widest!(input_gradient_kernel(dims: Dims, d: &[f32], xh: &[f32], gamma: &[f64], rstd: &[f64], dx: &mut [f32]))
+}
+
+#[inline(always)]
+fn input_gradient_kernel(
+    dims: Dims,
+    d: &[f32],
+    xh: &[f32],
+    gamma: &[f64],
+    rstd: &[f64],
+    dx: &mut [f32],
+) {
+    let c = dims.c;
+    let (mut m1, mut m2) = (vec![0.0f64; c], vec![0.0f64; c]);
+    for (pd, px) in d.chunks_exact(c).zip(xh.chunks_exact(c)) {
+        for ((((s1, s2), &dv), &xv), &gv) in
+            m1.iter_mut().zip(m2.iter_mut()).zip(pd).zip(px).zip(gamma)
+        {
+            let dxh = gv * dv as f64;
+            *s1 += dxh;
+            *s2 += dxh * xv as f64;
+        }
+    }
+    let a = spread(&group_means(&m1, dims), dims.per);
+    let b = spread(&group_means(&m2, dims), dims.per);
+    let r = spread(rstd, dims.per);
+    for (out, (pd, px)) in dx
+        .chunks_exact_mut(c)
+        .zip(d.chunks_exact(c).zip(xh.chunks_exact(c)))
+    {
+        for ((((((o, &dv), &xv), &gv), &a), &b), &r) in out
+            .iter_mut()
+            .zip(pd)
+            .zip(px)
+            .zip(gamma)
+            .zip(&a)
+            .zip(&b)
+            .zip(&r)
+        {
+            let dxh = gv * dv as f64;
+            *o = (r * (dxh - a - xv as f64 * b)) as f32;
+        }
+    }
+}
+
+/// Per-channel sums `[C]` → each group's total over its channels in order, divided by n: `[G]`.
+#[inline(always)]
+fn group_means(per_channel: &[f64], dims: Dims) -> Vec<f64> {
+    per_channel
+        .chunks_exact(dims.per)
+        .map(|g| g.iter().sum::<f64>() / dims.n)
+        .collect()
+}
+
+/// Per-group values `[G]` spread to their channels: `[C]`.
+#[inline(always)]
+fn spread(per_group: &[f64], per: usize) -> Vec<f64> {
+    per_group
+        .iter()
+        .flat_map(|&v| std::iter::repeat_n(v, per))
+        .collect()
 }
 
 /// A row as a contiguous slice (borrowed when it is one).
