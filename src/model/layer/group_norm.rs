@@ -211,36 +211,39 @@ struct Dims {
 // same operations in the same order (Rust never fuses a multiply and an add), so the results do
 // not depend on the CPU.
 
-/// Calls `$kernel` (an `#[inline(always)]` function) compiled for AVX-512F when the CPU has it,
-/// else its portable form.
+/// Defines `$name`, a wrapper that calls `$kernel` (an `#[inline(always)]` function of the same
+/// arguments) compiled for AVX-512F when the CPU has it, else its portable form.
 macro_rules! widest {
-    ($kernel:ident($($arg:ident: $ty:ty),*)) => {{
-        #[cfg(target_arch = "x86_64")]
-        #[target_feature(enable = "avx512f")]
-        unsafe fn wide($($arg: $ty),*) {
+    ($(#[$doc:meta])* $name:ident = $kernel:ident($($arg:ident: $ty:ty),* $(,)?)) => {
+        $(#[$doc])*
+        fn $name($($arg: $ty),*) {
+            #[cfg(target_arch = "x86_64")]
+            #[target_feature(enable = "avx512f")]
+            unsafe fn wide($($arg: $ty),*) {
+                $kernel($($arg),*)
+            }
+            #[cfg(target_arch = "x86_64")]
+            if crate::model::kernels::avx512_available() {
+                // SAFETY: the CPU supports AVX-512F (checked just above).
+                unsafe { wide($($arg),*) };
+                return;
+            }
             $kernel($($arg),*)
         }
-        #[cfg(target_arch = "x86_64")]
-        if crate::model::kernels::avx512_available() {
-            // SAFETY: the CPU supports AVX-512F (checked just above).
-            unsafe { wide($($arg),*) };
-            return;
-        }
-        $kernel($($arg),*)
-    }};
+    };
 }
 
-/// Forward pass of one example: x̂ (`xh`), y = γ x̂ + β and 1/√(σ² + ε) per group (`rstd`).
-fn forward_example(
-    dims: Dims,
-    x: &[f32],
-    affine: (&[f32], &[f32]),
-    xh: &mut [f32],
-    y: &mut [f32],
-    rstd: &mut [f64],
-) {
-    widest!(forward_kernel(dims: Dims, x: &[f32], affine: (&[f32], &[f32]), xh: &mut [f32], y: &mut [f32], rstd: &mut [f64]))
-}
+widest!(
+    /// Forward pass of one example: x̂ (`xh`), y = γ x̂ + β and 1/√(σ² + ε) per group (`rstd`).
+    forward_example = forward_kernel(
+        dims: Dims,
+        x: &[f32],
+        affine: (&[f32], &[f32]),
+        xh: &mut [f32],
+        y: &mut [f32],
+        rstd: &mut [f64],
+    )
+);
 
 #[inline(always)]
 fn forward_kernel(
@@ -291,11 +294,16 @@ fn forward_kernel(
     }
 }
 
-/// One example's parameter gradients `[2C]`: g^γ_c = Σ_l δ_{l,c} x̂_{l,c}, then g^β_c = Σ_l δ_{l,c},
-/// each summed over positions in order, in f64.
-fn parameter_gradients_example(c: usize, d: &[f32], xh: &[f32], g: &mut [f32]) {
-    widest!(parameter_gradients_kernel(c: usize, d: &[f32], xh: &[f32], g: &mut [f32]))
-}
+widest!(
+    /// One example's parameter gradients `[2C]`: g^γ_c = Σ_l δ_{l,c} x̂_{l,c}, then
+    /// g^β_c = Σ_l δ_{l,c}, each summed over positions in order, in f64.
+    parameter_gradients_example = parameter_gradients_kernel(
+        c: usize,
+        d: &[f32],
+        xh: &[f32],
+        g: &mut [f32],
+    )
+);
 
 #[inline(always)]
 fn parameter_gradients_kernel(c: usize, d: &[f32], xh: &[f32], g: &mut [f32]) {
@@ -315,18 +323,18 @@ fn parameter_gradients_kernel(c: usize, d: &[f32], xh: &[f32], g: &mut [f32]) {
     g.iter_mut().zip(&acc).for_each(|(o, &a)| *o = a as f32);
 }
 
-/// One example's input gradient
-/// `dx = (dx̂ − mean(dx̂) − x̂ · mean(dx̂ ⊙ x̂)) / √(σ² + ε)`, `dx̂ = γ ⊙ δ`, means over the group.
-fn input_gradient_example(
-    dims: Dims,
-    d: &[f32],
-    xh: &[f32],
-    gamma: &[f64],
-    rstd: &[f64],
-    dx: &mut [f32],
-) {
-    widest!(input_gradient_kernel(dims: Dims, d: &[f32], xh: &[f32], gamma: &[f64], rstd: &[f64], dx: &mut [f32]))
-}
+widest!(
+    /// One example's input gradient
+    /// `dx = (dx̂ − mean(dx̂) − x̂ · mean(dx̂ ⊙ x̂)) / √(σ² + ε)`, `dx̂ = γ ⊙ δ`, means over the group.
+    input_gradient_example = input_gradient_kernel(
+        dims: Dims,
+        d: &[f32],
+        xh: &[f32],
+        gamma: &[f64],
+        rstd: &[f64],
+        dx: &mut [f32],
+    )
+);
 
 #[inline(always)]
 fn input_gradient_kernel(
