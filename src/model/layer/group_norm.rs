@@ -211,16 +211,18 @@ struct Dims {
 // same operations in the same order (Rust never fuses a multiply and an add), so the results do
 // not depend on the CPU.
 
-/// Defines `$name`, a wrapper that calls `$kernel` (an `#[inline(always)]` function of the same
-/// arguments) compiled for AVX-512F when the CPU has it, else its portable form.
+/// Defines `fn $name` whose body is compiled twice, portable and for AVX-512F, and runs the
+/// AVX-512F form when the CPU has it.
 macro_rules! widest {
-    ($(#[$doc:meta])* $name:ident = $kernel:ident($($arg:ident: $ty:ty),* $(,)?)) => {
+    ($(#[$doc:meta])* fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $body:block) => {
         $(#[$doc])*
         fn $name($($arg: $ty),*) {
+            #[inline(always)]
+            fn kernel($($arg: $ty),*) $body
             #[cfg(target_arch = "x86_64")]
             #[target_feature(enable = "avx512f")]
             unsafe fn wide($($arg: $ty),*) {
-                $kernel($($arg),*)
+                kernel($($arg),*)
             }
             #[cfg(target_arch = "x86_64")]
             if crate::model::kernels::avx512_available() {
@@ -228,152 +230,125 @@ macro_rules! widest {
                 unsafe { wide($($arg),*) };
                 return;
             }
-            $kernel($($arg),*)
+            kernel($($arg),*)
         }
     };
 }
 
-widest!(
+widest! {
     /// Forward pass of one example: x̂ (`xh`), y = γ x̂ + β and 1/√(σ² + ε) per group (`rstd`).
-    forward_example = forward_kernel(
+    fn forward_example(
         dims: Dims,
         x: &[f32],
         affine: (&[f32], &[f32]),
         xh: &mut [f32],
         y: &mut [f32],
         rstd: &mut [f64],
-    )
-);
-
-#[inline(always)]
-fn forward_kernel(
-    dims: Dims,
-    x: &[f32],
-    (gamma, beta): (&[f32], &[f32]),
-    xh: &mut [f32],
-    y: &mut [f32],
-    rstd: &mut [f64],
-) {
-    let c = dims.c;
-    let mut sums = vec![0.0f64; c];
-    for pos in x.chunks_exact(c) {
-        for (s, &v) in sums.iter_mut().zip(pos) {
-            *s += v as f64;
+    ) {
+        let (gamma, beta) = affine;
+        let c = dims.c;
+        let mut sums = vec![0.0f64; c];
+        for pos in x.chunks_exact(c) {
+            for (s, &v) in sums.iter_mut().zip(pos) {
+                *s += v as f64;
+            }
         }
-    }
-    let mean = spread(&group_means(&sums, dims), dims.per);
-    let mut squares = vec![0.0f64; c];
-    for pos in x.chunks_exact(c) {
-        for ((s, &v), &m) in squares.iter_mut().zip(pos).zip(&mean) {
-            let d = v as f64 - m;
-            *s += d * d;
+        let mean = spread(&group_means(&sums, dims), dims.per);
+        let mut squares = vec![0.0f64; c];
+        for pos in x.chunks_exact(c) {
+            for ((s, &v), &m) in squares.iter_mut().zip(pos).zip(&mean) {
+                let d = v as f64 - m;
+                *s += d * d;
+            }
         }
-    }
-    let variance = group_means(&squares, dims);
-    for (r, &v) in rstd.iter_mut().zip(&variance) {
-        *r = 1.0 / (v + EPS).sqrt();
-    }
-    let r = spread(rstd, dims.per);
-    for ((xo, yo), pos) in xh
-        .chunks_exact_mut(c)
-        .zip(y.chunks_exact_mut(c))
-        .zip(x.chunks_exact(c))
-    {
-        for (((((xo, yo), &v), &m), &r), (&ga, &be)) in xo
-            .iter_mut()
-            .zip(yo.iter_mut())
-            .zip(pos)
-            .zip(&mean)
-            .zip(&r)
-            .zip(gamma.iter().zip(beta))
+        let variance = group_means(&squares, dims);
+        for (r, &v) in rstd.iter_mut().zip(&variance) {
+            *r = 1.0 / (v + EPS).sqrt();
+        }
+        let r = spread(rstd, dims.per);
+        for ((xo, yo), pos) in xh
+            .chunks_exact_mut(c)
+            .zip(y.chunks_exact_mut(c))
+            .zip(x.chunks_exact(c))
         {
-            let t = ((v as f64 - m) * r) as f32;
-            *xo = t;
-            *yo = ga * t + be;
+            for (((((xo, yo), &v), &m), &r), (&ga, &be)) in xo
+                .iter_mut()
+                .zip(yo.iter_mut())
+                .zip(pos)
+                .zip(&mean)
+                .zip(&r)
+                .zip(gamma.iter().zip(beta))
+            {
+                let t = ((v as f64 - m) * r) as f32;
+                *xo = t;
+                *yo = ga * t + be;
+            }
         }
     }
 }
 
-widest!(
+widest! {
     /// One example's parameter gradients `[2C]`: g^γ_c = Σ_l δ_{l,c} x̂_{l,c}, then
     /// g^β_c = Σ_l δ_{l,c}, each summed over positions in order, in f64.
-    parameter_gradients_example = parameter_gradients_kernel(
-        c: usize,
-        d: &[f32],
-        xh: &[f32],
-        g: &mut [f32],
-    )
-);
-
-#[inline(always)]
-fn parameter_gradients_kernel(c: usize, d: &[f32], xh: &[f32], g: &mut [f32]) {
-    let mut acc = vec![0.0f64; 2 * c];
-    let (acc_gamma, acc_beta) = acc.split_at_mut(c);
-    for (pd, px) in d.chunks_exact(c).zip(xh.chunks_exact(c)) {
-        for (((ag, ab), &dv), &xv) in acc_gamma
-            .iter_mut()
-            .zip(acc_beta.iter_mut())
-            .zip(pd)
-            .zip(px)
-        {
-            *ag += dv as f64 * xv as f64;
-            *ab += dv as f64;
+    fn parameter_gradients_example(c: usize, d: &[f32], xh: &[f32], g: &mut [f32]) {
+        let mut acc = vec![0.0f64; 2 * c];
+        let (acc_gamma, acc_beta) = acc.split_at_mut(c);
+        for (pd, px) in d.chunks_exact(c).zip(xh.chunks_exact(c)) {
+            for (((ag, ab), &dv), &xv) in acc_gamma
+                .iter_mut()
+                .zip(acc_beta.iter_mut())
+                .zip(pd)
+                .zip(px)
+            {
+                *ag += dv as f64 * xv as f64;
+                *ab += dv as f64;
+            }
         }
+        g.iter_mut().zip(&acc).for_each(|(o, &a)| *o = a as f32);
     }
-    g.iter_mut().zip(&acc).for_each(|(o, &a)| *o = a as f32);
 }
 
-widest!(
+widest! {
     /// One example's input gradient
     /// `dx = (dx̂ − mean(dx̂) − x̂ · mean(dx̂ ⊙ x̂)) / √(σ² + ε)`, `dx̂ = γ ⊙ δ`, means over the group.
-    input_gradient_example = input_gradient_kernel(
+    fn input_gradient_example(
         dims: Dims,
         d: &[f32],
         xh: &[f32],
         gamma: &[f64],
         rstd: &[f64],
         dx: &mut [f32],
-    )
-);
-
-#[inline(always)]
-fn input_gradient_kernel(
-    dims: Dims,
-    d: &[f32],
-    xh: &[f32],
-    gamma: &[f64],
-    rstd: &[f64],
-    dx: &mut [f32],
-) {
-    let c = dims.c;
-    let (mut m1, mut m2) = (vec![0.0f64; c], vec![0.0f64; c]);
-    for (pd, px) in d.chunks_exact(c).zip(xh.chunks_exact(c)) {
-        for ((((s1, s2), &dv), &xv), &gv) in
-            m1.iter_mut().zip(m2.iter_mut()).zip(pd).zip(px).zip(gamma)
-        {
-            let dxh = gv * dv as f64;
-            *s1 += dxh;
-            *s2 += dxh * xv as f64;
+    ) {
+        let c = dims.c;
+        let (mut m1, mut m2) = (vec![0.0f64; c], vec![0.0f64; c]);
+        for (pd, px) in d.chunks_exact(c).zip(xh.chunks_exact(c)) {
+            for ((((s1, s2), &dv), &xv), &gv) in
+                m1.iter_mut().zip(m2.iter_mut()).zip(pd).zip(px).zip(gamma)
+            {
+                let dxh = gv * dv as f64;
+                *s1 += dxh;
+                *s2 += dxh * xv as f64;
+            }
         }
-    }
-    let a = spread(&group_means(&m1, dims), dims.per);
-    let b = spread(&group_means(&m2, dims), dims.per);
-    let r = spread(rstd, dims.per);
-    for (out, (pd, px)) in dx
-        .chunks_exact_mut(c)
-        .zip(d.chunks_exact(c).zip(xh.chunks_exact(c)))
-    {
-        for ((((((o, &dv), &xv), &gv), &a), &b), &r) in out
-            .iter_mut()
-            .zip(pd)
-            .zip(px)
-            .zip(gamma)
-            .zip(&a)
-            .zip(&b)
-            .zip(&r)
+        let a = spread(&group_means(&m1, dims), dims.per);
+        let b = spread(&group_means(&m2, dims), dims.per);
+        let r = spread(rstd, dims.per);
+        for (out, (pd, px)) in dx
+            .chunks_exact_mut(c)
+            .zip(d.chunks_exact(c).zip(xh.chunks_exact(c)))
         {
-            let dxh = gv * dv as f64;
-            *o = (r * (dxh - a - xv as f64 * b)) as f32;
+            for ((((((o, &dv), &xv), &gv), &a), &b), &r) in out
+                .iter_mut()
+                .zip(pd)
+                .zip(px)
+                .zip(gamma)
+                .zip(&a)
+                .zip(&b)
+                .zip(&r)
+            {
+                let dxh = gv * dv as f64;
+                *o = (r * (dxh - a - xv as f64 * b)) as f32;
+            }
         }
     }
 }
