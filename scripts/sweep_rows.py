@@ -47,13 +47,28 @@ def by_arm_and_epsilon(folder, default_arm):
     has no points.csv); the arm is the point's `noise.bands` where the sweep varies it, else
     `default_arm`."""
     cells, sigma = defaultdict(list), {}
+    for key, row in _arm_and_epsilon_rows(folder, default_arm):
+        cells[key].append(100 * float(row["final_test_accuracy"]))
+        sigma[key] = float(row["noise_multiplier"])
+    return cells, sigma
+
+
+def by_arm_epsilon_and_seed(folder, default_arm):
+    """{(arm, ε): {seed: final accuracy in %}} of the sweep in `folder`, arms as in
+    `by_arm_and_epsilon`: for differences between arms on the same seed."""
+    out = defaultdict(dict)
+    for key, row in _arm_and_epsilon_rows(folder, default_arm):
+        out[key][row["seed"]] = 100 * float(row["final_test_accuracy"])
+    return out
+
+
+def _arm_and_epsilon_rows(folder, default_arm):
+    """Yield ((arm, ε), row) for every completed job of the sweep in `folder` (nothing when it has
+    no points.csv)."""
     if not os.path.exists(os.path.join(folder, "points.csv")):
-        return cells, sigma
+        return
     keys = points(folder)
     for pid, row in rows(folder):
         k = keys[pid]
         arm = int(k["noise.bands"]) if k.get("noise.bands") else default_arm
-        eps = float(k["privacy.epsilon"])
-        cells[(arm, eps)].append(100 * float(row["final_test_accuracy"]))
-        sigma[(arm, eps)] = float(row["noise_multiplier"])
-    return cells, sigma
+        yield (arm, float(k["privacy.epsilon"])), row

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
-from sweep_rows import by_arm_and_epsilon, cell, points, rows  # noqa: E402
+from sweep_rows import by_arm_and_epsilon, by_arm_epsilon_and_seed, cell  # noqa: E402
 
 ERROR_RATIO = {1: 1.0, 4: 0.2528}
 ARMS = [(1, "DP-SGD (Poisson)"), (4, "BandMF, 4 bands"), ("bib", "balls-in-bins")]
@@ -28,21 +28,6 @@ EQUAL_STEPS = ("bib366", "balls-in-bins, 366 steps")
 
 def load(folder, default_arm):
     return by_arm_and_epsilon(str(folder), default_arm)
-
-
-def by_seed(folder, default_arm):
-    """{(arm, ε): {seed: final accuracy in %}} of the sweep in `folder` (empty without one)."""
-    out = {}
-    if not (folder / "points.csv").exists():
-        return out
-    keys = points(str(folder))
-    for pid, row in rows(str(folder)):
-        k = keys[pid]
-        arm = int(k["noise.bands"]) if k.get("noise.bands") else default_arm
-        out.setdefault((arm, float(k["privacy.epsilon"])), {})[row["seed"]] = 100 * float(
-            row["final_test_accuracy"]
-        )
-    return out
 
 
 def table(cells, sigma, arms=ARMS):
@@ -76,7 +61,7 @@ def main():
     print()
     seeds = {}
     for sub, arm in (("bandmf", 1), ("balls_in_bins", "bib"), ("balls_in_bins_equal_steps", EQUAL_STEPS[0])):
-        seeds.update(by_seed(root / sub, arm))
+        seeds.update(by_arm_epsilon_and_seed(str(root / sub), arm))
     print("Difference from DP-SGD on the same seed (in seed order; points):")
     print()
     print("| ε | " + " | ".join(name for _, name in arms[1:]) + " |")
