@@ -13,7 +13,7 @@
 //!
 //! Orchestration only: a step is `Model::loss_and_gradient` (non-private) or `Model::per_sample`
 //! then `privacy::clip::flat::privatize_flat` (per-sample clipping to 1, noise multiplier 1),
-//! then the sum divided by the batch size and an SGD update. Inputs are random arrays of the
+//! then `optim::Optimizer::Sgd`'s update with η / B (the rule a run applies). Inputs are random arrays of the
 //! workload's shape (throughput does not depend on pixel values). Also reports the backend's
 //! single-thread sgemm rate on 2048x2048, the ceiling for the achieved GFLOP/s. GFLOP/s counts a
 //! direct convolution's products (`Model::step_flops`); layers whose forward product runs by
@@ -33,6 +33,7 @@ use serde::Serialize;
 use crate::bad_input;
 use crate::grad::PerSampleGradients;
 use crate::model::{LayerSpec, Model, ModelSpec, with_threads};
+use crate::optim::{Optimizer, OptimizerState};
 use crate::privacy::bandmf::{self, Correlated, CorrelatedNoise};
 use crate::privacy::clip::flat::{flat_clip_weights, privatize_flat};
 use crate::privacy::mechanism::{GaussianSource, add_gaussian_noise};
@@ -312,6 +313,13 @@ impl GaussianSource for BenchNoise {
     }
 }
 
+/// The update of a step: `train`'s SGD rule (`optim::Optimizer::Sgd`, in parallel for long
+/// vectors as in a run) with η / B applied to the summed gradient.
+fn sgd_update(params: &mut Array1<f32>, sum: &Array1<f64>, batch: usize) {
+    let mut state = OptimizerState::default();
+    Optimizer::Sgd.step(params, sum.view(), LEARNING_RATE / batch as f64, &mut state);
+}
+
 /// Time `model`'s step on `batch` examples of `views` views each (rows = batch · views).
 fn measure(
     name: &str,
@@ -352,8 +360,7 @@ fn measure(
             let g = model.loss_and_gradient(params.view(), x.view(), &labels)?.1;
             g / views as f64
         };
-        let scale = LEARNING_RATE / batch as f64;
-        params.zip_mut_with(&sum, |p, &g| *p -= (scale * g) as f32);
+        sgd_update(params, &sum, batch);
         Ok(())
     };
     // At least `bands` warm-up steps, so BandMF's history is full when the timing starts.
@@ -386,8 +393,7 @@ fn measure(
             let t3 = Instant::now();
             add_gaussian_noise(sum.view_mut(), NOISE_MULTIPLIER, CLIP_NORM, &mut noise)?;
             let t4 = Instant::now();
-            let scale = LEARNING_RATE / batch as f64;
-            params.zip_mut_with(&sum, |p, &g| *p -= (scale * g) as f32);
+            sgd_update(&mut params, &sum, batch);
             let t5 = Instant::now();
             total.forward_backward += (t1 - t0).as_secs_f64();
             total.norms += (t2 - t1).as_secs_f64();

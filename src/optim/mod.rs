@@ -5,13 +5,34 @@
 //! per-sample gradients or data, so everything it does is post-processing of a private release.
 //! Rules are immutable values and state is explicit (after burn's `Optimizer::step`): the same
 //! rule can drive several seeds, and `lr` arrives per step from a schedule in [`lr`].
+//!
+//! Every rule is element-wise: from [`PAR_MIN_PARAMS`] parameters on, the update runs on the
+//! rayon pool (each element computed alone, by the same operations, so the bits do not depend on
+//! the thread count); AdaGrad-norm's ‖g‖² stays one serial sum in index order.
 
 pub mod accelerated;
 pub mod certificate;
 pub mod lr;
 
-use ndarray::{Array1, ArrayView1};
+use ndarray::{Array1, ArrayView1, ArrayViewMut1, Zip};
 use serde::Serialize;
+
+/// Parameter count from which element-wise updates over the parameter vector run in parallel
+/// (below it a hand-off to the pool costs more than the pass). The results do not depend on it.
+pub const PAR_MIN_PARAMS: usize = 1 << 16;
+
+/// Run `$f` over the lockstep `Zip` `$zip` of `$n` elements: in parallel from
+/// [`PAR_MIN_PARAMS`] on, else on this thread.
+macro_rules! each_param {
+    ($n:expr, $zip:expr, $f:expr) => {{
+        let zip = $zip;
+        if $n >= PAR_MIN_PARAMS {
+            zip.par_for_each($f)
+        } else {
+            zip.for_each($f)
+        }
+    }};
+}
 
 /// An update rule θ ← θ − η·u(g, state).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -116,25 +137,23 @@ impl Optimizer {
         debug_assert_eq!(params.len(), grad.len());
         let k = state.steps;
         state.steps += 1;
+        let n = params.len();
         match *self {
             Optimizer::BiasCorrectedMomentum { beta } => {
-                if state.velocity.len() != params.len() {
-                    state.velocity = vec![0.0; params.len()];
+                if state.velocity.len() != n {
+                    state.velocity = vec![0.0; n];
                 }
                 let correction = 1.0 - beta.powf((k + 1) as f64);
-                for ((p, g), v) in params
-                    .iter_mut()
-                    .zip(grad.iter())
-                    .zip(state.velocity.iter_mut())
-                {
-                    *v = beta * *v + (1.0 - beta) * g;
-                    let m = if correction > 0.0 {
-                        *v / correction
-                    } else {
-                        *g
-                    };
-                    *p = (*p as f64 - lr * m) as f32;
-                }
+                let velocity = ArrayViewMut1::from(&mut state.velocity[..]);
+                each_param!(
+                    n,
+                    Zip::from(params).and(grad).and(velocity),
+                    |p: &mut f32, &g: &f64, v: &mut f64| {
+                        *v = beta * *v + (1.0 - beta) * g;
+                        let m = if correction > 0.0 { *v / correction } else { g };
+                        *p = (*p as f64 - lr * m) as f32;
+                    }
+                );
             }
             Optimizer::AdagradNorm {
                 nu,
@@ -149,54 +168,54 @@ impl Optimizer {
                 let g_sq = norm_sq.unwrap_or_else(|| grad.iter().map(|g| g * g).sum());
                 state.b_sq += (beta_k * g_sq).max(nu);
                 let step = lr / state.b_sq.sqrt();
-                for (p, g) in params.iter_mut().zip(grad.iter()) {
-                    *p = (*p as f64 - step * g) as f32;
-                }
+                each_param!(n, Zip::from(params).and(grad), |p: &mut f32, &g: &f64| *p =
+                    (*p as f64 - step * g) as f32);
             }
             Optimizer::Sgd => {
-                for (p, g) in params.iter_mut().zip(grad.iter()) {
-                    *p = (*p as f64 - lr * g) as f32;
-                }
+                each_param!(n, Zip::from(params).and(grad), |p: &mut f32, &g: &f64| *p =
+                    (*p as f64 - lr * g) as f32)
             }
             Optimizer::Adam {
                 beta1,
                 beta2,
                 stability_constant,
             } => {
-                if state.velocity.len() != params.len() {
-                    state.velocity = vec![0.0; params.len()];
+                if state.velocity.len() != n {
+                    state.velocity = vec![0.0; n];
                 }
-                if state.second_moment.len() != params.len() {
-                    state.second_moment = vec![0.0; params.len()];
+                if state.second_moment.len() != n {
+                    state.second_moment = vec![0.0; n];
                 }
                 let c1 = 1.0 - beta1.powf((k + 1) as f64);
                 let c2 = 1.0 - beta2.powf((k + 1) as f64);
-                for (((p, g), m), v) in params
-                    .iter_mut()
-                    .zip(grad.iter())
-                    .zip(state.velocity.iter_mut())
-                    .zip(state.second_moment.iter_mut())
-                {
-                    *m = beta1 * *m + (1.0 - beta1) * g;
-                    *v = beta2 * *v + (1.0 - beta2) * g * g;
-                    let m_hat = *m / c1;
-                    let v_hat = *v / c2;
-                    *p = (*p as f64 - lr * m_hat / (v_hat.sqrt() + stability_constant)) as f32;
-                }
+                let first = ArrayViewMut1::from(&mut state.velocity[..]);
+                let second = ArrayViewMut1::from(&mut state.second_moment[..]);
+                each_param!(
+                    n,
+                    Zip::from(params).and(grad).and(first).and(second),
+                    |p: &mut f32, &g: &f64, m: &mut f64, v: &mut f64| {
+                        *m = beta1 * *m + (1.0 - beta1) * g;
+                        *v = beta2 * *v + (1.0 - beta2) * g * g;
+                        let m_hat = *m / c1;
+                        let v_hat = *v / c2;
+                        *p = (*p as f64 - lr * m_hat / (v_hat.sqrt() + stability_constant)) as f32;
+                    }
+                );
             }
             Optimizer::Momentum { momentum, nesterov } => {
-                if state.velocity.len() != params.len() {
-                    state.velocity = vec![0.0; params.len()];
+                if state.velocity.len() != n {
+                    state.velocity = vec![0.0; n];
                 }
-                for ((p, g), v) in params
-                    .iter_mut()
-                    .zip(grad.iter())
-                    .zip(state.velocity.iter_mut())
-                {
-                    *v = momentum * *v + g;
-                    let dir = if nesterov { g + momentum * *v } else { *v };
-                    *p = (*p as f64 - lr * dir) as f32;
-                }
+                let velocity = ArrayViewMut1::from(&mut state.velocity[..]);
+                each_param!(
+                    n,
+                    Zip::from(params).and(grad).and(velocity),
+                    |p: &mut f32, &g: &f64, v: &mut f64| {
+                        *v = momentum * *v + g;
+                        let dir = if nesterov { g + momentum * *v } else { *v };
+                        *p = (*p as f64 - lr * dir) as f32;
+                    }
+                );
             }
         }
     }
@@ -205,7 +224,69 @@ impl Optimizer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ndarray::array;
+    use ndarray::{array, s};
+
+    /// Every rule over a vector long enough for the parallel pass, on a two-thread pool, gives
+    /// the bits the serial pass gives on the vector's two halves (each under the threshold), over
+    /// several steps with state.
+    #[test]
+    fn the_parallel_update_equals_the_serial_one_bit_for_bit() {
+        let n = PAR_MIN_PARAMS + 4_321;
+        let half = n / 2;
+        assert!(half < PAR_MIN_PARAMS);
+        let rules = [
+            Optimizer::Sgd,
+            Optimizer::Momentum {
+                momentum: 0.9,
+                nesterov: false,
+            },
+            Optimizer::Momentum {
+                momentum: 0.9,
+                nesterov: true,
+            },
+            Optimizer::BiasCorrectedMomentum { beta: 0.8 },
+            Optimizer::AdagradNorm {
+                b0_sq: 1e-2,
+                nu: 1e-4,
+                beta: 1.0,
+                beta_period: None,
+            },
+            Optimizer::Adam {
+                beta1: 0.9,
+                beta2: 0.999,
+                stability_constant: 1e-8,
+            },
+        ];
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .expect("a two-thread pool");
+        for rule in rules {
+            let mut whole = Array1::from_shape_fn(n, |i| ((i * 7919) % 1000) as f32 * 1e-3 - 0.5);
+            let mut parts = [
+                whole.slice(s![..half]).to_owned(),
+                whole.slice(s![half..]).to_owned(),
+            ];
+            let mut state = rule.init_state(n);
+            let mut part_states = [rule.init_state(half), rule.init_state(n - half)];
+            for step in 0..3u32 {
+                let grad = Array1::from_shape_fn(n, |i| {
+                    ((i as u32 ^ step).wrapping_mul(2_654_435_761) >> 16) as f64 * 1e-5 - 0.3
+                });
+                let norm_sq: f64 = grad.iter().map(|g| g * g).sum();
+                pool.install(|| {
+                    rule.step_with_norm(&mut whole, grad.view(), 0.1, &mut state, Some(norm_sq))
+                });
+                let (a, b) = grad.view().split_at(ndarray::Axis(0), half);
+                for ((part, st), g) in parts.iter_mut().zip(&mut part_states).zip([a, b]) {
+                    rule.step_with_norm(part, g, 0.1, st, Some(norm_sq));
+                }
+            }
+            let serial: Vec<u32> = parts.iter().flatten().map(|v| v.to_bits()).collect();
+            let parallel: Vec<u32> = whole.iter().map(|v| v.to_bits()).collect();
+            assert!(serial == parallel, "{rule:?}: parallel update differs");
+        }
+    }
 
     #[test]
     fn sgd_step() {

@@ -24,6 +24,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use ndarray::{Array1, Array2, Axis};
+use rayon::prelude::*;
 
 use super::TrainError;
 use super::checkpoint::{self, Checkpointing, NoiseState, SeedState, WindowState};
@@ -41,6 +42,7 @@ use crate::data::sampler::{
     Sampler, ShuffleSampler,
 };
 use crate::grad::{GradError, PerSampleGradients};
+use crate::optim::PAR_MIN_PARAMS;
 use crate::privacy::bandmf::{Correlated, CorrelatedNoise};
 use crate::privacy::clip::{ClipError, StepContext};
 use crate::privacy::event::{DpEvent, EventLedger};
@@ -531,10 +533,23 @@ impl<'a> DpSgdSeed<'a> {
         };
         let mut g = step.release.sum;
         self.ledger.record(plan.step_event(t, releases));
-        g.mapv_inplace(|v| v / plan.expected_batch_size);
+        let batch = plan.expected_batch_size;
+        if g.len() >= PAR_MIN_PARAMS {
+            g.par_mapv_inplace(|v| v / batch);
+        } else {
+            g.mapv_inplace(|v| v / batch);
+        }
         model.add_l2_gradient(self.params.view(), &mut g);
         model.mask_frozen(&mut g);
-        if g.iter().any(|v| !v.is_finite()) {
+        let finite = if g.len() >= PAR_MIN_PARAMS {
+            g.as_slice().map_or_else(
+                || g.iter().all(|v| v.is_finite()),
+                |v| v.par_iter().all(|v| v.is_finite()),
+            )
+        } else {
+            g.iter().all(|v| v.is_finite())
+        };
+        if !finite {
             return Ok(None);
         }
         plan.optimizer.step_with_norm(
