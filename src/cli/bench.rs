@@ -14,10 +14,10 @@
 //! Orchestration only: a step is `Model::loss_and_gradient` (non-private) or `Model::per_sample`
 //! then `privacy::clip::flat::privatize_flat` (per-sample clipping to 1, noise multiplier 1),
 //! then `optim::Optimizer::Sgd`'s update with η / B (the rule a run applies). Inputs are random
-//! arrays of the workload's shape (throughput does not depend on pixel values). Also reports the backend's
-//! single-thread sgemm rate on 2048x2048, the ceiling for the achieved GFLOP/s. GFLOP/s counts a
-//! direct convolution's products (`Model::step_flops`); layers whose forward product runs by
-//! Winograd's F(2×2, 3×3) do fewer multiplies, so theirs is an effective rate.
+//! arrays of the workload's shape (throughput does not depend on pixel values). Also reports the
+//! backend's single-thread sgemm rate on 2048x2048, the ceiling for the achieved GFLOP/s.
+//! GFLOP/s counts a direct convolution's products (`Model::step_flops`); layers whose forward
+//! product runs by Winograd's F(2×2, 3×3) do fewer multiplies, so theirs is an effective rate.
 
 use std::io::Write;
 use std::process::ExitCode;

@@ -22,17 +22,21 @@ use serde::Serialize;
 pub const PAR_MIN_PARAMS: usize = 1 << 16;
 
 /// Run `$f` over the lockstep `Zip` `$zip` of `$n` elements: in parallel from
-/// [`PAR_MIN_PARAMS`] on, else on this thread.
+/// [`PAR_MIN_PARAMS`] on, else on this thread. Used by every element-wise pass over the
+/// parameter vector (the optimizer rules here, the scaling and the parameter average of
+/// `train`).
 macro_rules! each_param {
     ($n:expr, $zip:expr, $f:expr) => {{
+        let n: usize = $n;
         let zip = $zip;
-        if $n >= PAR_MIN_PARAMS {
+        if n >= $crate::optim::PAR_MIN_PARAMS {
             zip.par_for_each($f)
         } else {
             zip.for_each($f)
         }
     }};
 }
+pub(crate) use each_param;
 
 /// An update rule θ ← θ − η·u(g, state).
 #[derive(Debug, Clone, PartialEq, Serialize)]

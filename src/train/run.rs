@@ -23,7 +23,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use ndarray::{Array1, Array2, Axis};
+use ndarray::{Array1, Array2, Axis, Zip};
 use rayon::prelude::*;
 
 use super::TrainError;
@@ -42,7 +42,7 @@ use crate::data::sampler::{
     Sampler, ShuffleSampler,
 };
 use crate::grad::{GradError, PerSampleGradients};
-use crate::optim::PAR_MIN_PARAMS;
+use crate::optim::{PAR_MIN_PARAMS, each_param};
 use crate::privacy::bandmf::{Correlated, CorrelatedNoise};
 use crate::privacy::clip::{ClipError, StepContext};
 use crate::privacy::event::{DpEvent, EventLedger};
@@ -534,18 +534,11 @@ impl<'a> DpSgdSeed<'a> {
         let mut g = step.release.sum;
         self.ledger.record(plan.step_event(t, releases));
         let batch = plan.expected_batch_size;
-        if g.len() >= PAR_MIN_PARAMS {
-            g.par_mapv_inplace(|v| v / batch);
-        } else {
-            g.mapv_inplace(|v| v / batch);
-        }
+        each_param!(g.len(), Zip::from(&mut g), |v: &mut f64| *v /= batch);
         model.add_l2_gradient(self.params.view(), &mut g);
         model.mask_frozen(&mut g);
         let finite = if g.len() >= PAR_MIN_PARAMS {
-            g.as_slice().map_or_else(
-                || g.iter().all(|v| v.is_finite()),
-                |v| v.par_iter().all(|v| v.is_finite()),
-            )
+            g.par_iter().all(|v| v.is_finite())
         } else {
             g.iter().all(|v| v.is_finite())
         };

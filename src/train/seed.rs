@@ -99,14 +99,11 @@ pub fn ema_decay_at(d: f64, t: u64) -> f64 {
 /// does not depend on the thread count).
 pub fn ema_update(ema: &mut ndarray::Array1<f32>, params: &ndarray::Array1<f32>, decay: f64) {
     let (a, b) = (decay as f32, (1.0 - decay) as f32);
-    let update = |e: &mut f32, &p: &f32| *e = a * *e + b * p;
-    let zip = ndarray::Zip::from(ema).and(params);
-    // Element-wise, so the parallel pass gives the same bits as the serial one.
-    if params.len() >= crate::optim::PAR_MIN_PARAMS {
-        zip.par_for_each(update);
-    } else {
-        zip.for_each(update);
-    }
+    crate::optim::each_param!(
+        params.len(),
+        ndarray::Zip::from(ema).and(params),
+        |e: &mut f32, &p: &f32| *e = a * *e + b * p
+    );
 }
 
 /// How a call to [`crate::train::train_seed`] ended.
