@@ -485,6 +485,13 @@ pub(crate) fn avx512_available() -> bool {
     *HAS.get_or_init(|| std::arch::is_x86_feature_detected!("avx512f"))
 }
 
+/// Whether this CPU has AVX (detected once); for kernels that only move data.
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn avx_available() -> bool {
+    static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *HAS.get_or_init(|| std::arch::is_x86_feature_detected!("avx"))
+}
+
 /// `x[i] ← op(x[i])`, over contiguous chunks in parallel, vectorised for the widest registers the
 /// CPU has.
 fn map_inplace(x: &mut Array2<f32>, op: impl Fn(f32) -> f32 + Send + Sync + Copy) {
