@@ -190,12 +190,31 @@ pub(crate) fn scale_rows(
     rows_per_example: usize,
 ) -> Option<Array2<f32>> {
     let w = weights?;
-    let mut out = delta.to_owned();
+    if delta.len() < 1 << 16 {
+        // Small (a logistic regression's `[256, 10]`): a copy, then the products on the pool.
+        let mut out = delta.to_owned();
+        out.axis_chunks_iter_mut(Axis(0), rows_per_example)
+            .into_par_iter()
+            .zip(w.par_iter())
+            .for_each(|(mut block, &wi)| block.mapv_inplace(|v| v * wi));
+        return Some(out);
+    }
+    // One pass on the pool: each row block written as v · w_i straight from `delta` (no serial
+    // copy first; the same products, so the same bits).
+    let mut out = Array2::<f32>::uninit(delta.dim());
     out.axis_chunks_iter_mut(Axis(0), rows_per_example)
         .into_par_iter()
+        .zip(
+            delta
+                .axis_chunks_iter(Axis(0), rows_per_example)
+                .into_par_iter(),
+        )
         .zip(w.par_iter())
-        .for_each(|(mut block, &wi)| block.mapv_inplace(|v| v * wi));
-    Some(out)
+        .for_each(|((mut block, src), &wi)| {
+            block.zip_mut_with(&src, |o, &v| *o = std::mem::MaybeUninit::new(v * wi));
+        });
+    // SAFETY: the row blocks cover every row and each element of a block was written above.
+    Some(unsafe { out.assume_init() })
 }
 
 /// out[range] ← g (flattened row-major), widened to f64, in blocks over the current pool (an
@@ -246,7 +265,7 @@ pub(crate) fn zeros_f64(n: usize) -> Array1<f64> {
     unsafe { out.assume_init() }
 }
 
-/// out[bias] ← Σ_i w_i Σ_{rows of i} δ (f64).
+/// out[bias] ← Σ_i w_i Σ_{rows of i} δ (f64): [`bias_acc`] written into `range`.
 pub(crate) fn bias_sum(
     out: &mut Array1<f64>,
     range: &Range<usize>,
@@ -254,6 +273,19 @@ pub(crate) fn bias_sum(
     rows_per_example: usize,
     weights: Option<&[f64]>,
 ) {
+    let acc = bias_acc(delta, rows_per_example, weights);
+    for (o, a) in out.slice_mut(s![range.clone()]).iter_mut().zip(acc) {
+        *o = a;
+    }
+}
+
+/// Σ_i w_i Σ_{rows of i} δ in f64, rows in order on the calling thread (`[C]`, all weights 1
+/// when `None`).
+pub(crate) fn bias_acc(
+    delta: ArrayView2<'_, f32>,
+    rows_per_example: usize,
+    weights: Option<&[f64]>,
+) -> Vec<f64> {
     let c = delta.ncols();
     let mut acc = vec![0.0f64; c];
     for (i, block) in delta
@@ -272,9 +304,7 @@ pub(crate) fn bias_sum(
             }
         }
     }
-    for (o, a) in out.slice_mut(s![range.clone()]).iter_mut().zip(acc) {
-        *o = a;
-    }
+    acc
 }
 
 /// out[bias] ← Σ_i w_i b_i from the per-example bias gradients `b` `[B, C_out]` (f64, examples in
@@ -343,6 +373,20 @@ pub(crate) fn toward_zero_f32(w: f64) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scaled_rows_are_the_elementwise_products_on_both_paths() {
+        for (rows, cols, per) in [(256, 10, 1), (256, 512, 1), (64, 2048, 4)] {
+            let delta = Array2::from_shape_fn((rows, cols), |(i, j)| {
+                ((i * 31 + j * 17) % 29) as f32 * 0.1 - 1.4
+            });
+            let w: Vec<f32> = (0..rows / per).map(|i| 0.25 + i as f32 * 0.01).collect();
+            let scaled = scale_rows(delta.view(), Some(&w), per).expect("weights were given");
+            let expected = Array2::from_shape_fn((rows, cols), |(i, j)| delta[[i, j]] * w[i / per]);
+            assert_eq!(scaled, expected, "{rows}x{cols}, {per} rows per example");
+        }
+        assert!(scale_rows(Array2::<f32>::zeros((3, 3)).view(), None, 1).is_none());
+    }
 
     #[test]
     fn vector_builds_of_the_sums_give_the_portable_bits() {

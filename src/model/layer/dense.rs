@@ -20,8 +20,24 @@ use super::{
 };
 use crate::model::linalg::{gemm, gemm_uninit, transposed};
 use crate::model::sums::{
-    bias_sum, scale_rows, sum_squares, sum_squares_slice, toward_zero_f32, write_f64,
+    bias_acc, scale_rows, sum_squares, sum_squares_slice, toward_zero_f32, write_f64,
 };
+
+/// Fewest output elements (`[B, units]`) for which the forward's bias rows are written on the
+/// pool and the clipped sum's bias pass runs beside its weight product: below it (a logistic
+/// regression's `256 × 10`) the hand-offs cost more than the work (measured on logreg_mnist,
+/// 2026-11-29).
+const PAR_MIN_OUTPUTS: usize = 1 << 16;
+
+/// `(a(), b())`, the two side by side on the pool when `par`, else one after the other on the
+/// calling thread (the same results: neither closure's arithmetic depends on where it runs).
+fn join_if<A: Send, B: Send>(
+    par: bool,
+    a: impl FnOnce() -> A + Send,
+    b: impl FnOnce() -> B + Send,
+) -> (A, B) {
+    if par { rayon::join(a, b) } else { (a(), b()) }
+}
 
 /// A built dense layer.
 #[derive(Debug, Clone, PartialEq)]
@@ -88,11 +104,23 @@ impl Layer for Dense {
     ) -> Forward {
         let w = self.weight(&params);
         let b = params.slice(s![self.tensors[1].range.clone()]);
-        // The `β = 1` start of `X Wᵀ + b`: every row set to the bias.
-        let Some(rows_of_bias) = b.broadcast((input.nrows(), b.len())) else {
-            unreachable!("a vector broadcasts to rows of its own length")
+        // The `β = 1` start of `X Wᵀ + b`: every row set to the bias (rows on the pool for outputs
+        // of at least `PAR_MIN_OUTPUTS` elements).
+        let mut out = if input.nrows() * b.len() >= PAR_MIN_OUTPUTS {
+            let mut out = Array2::<f32>::uninit((input.nrows(), b.len()));
+            out.axis_iter_mut(Axis(0))
+                .into_par_iter()
+                .for_each(|mut row| {
+                    row.zip_mut_with(&b, |o, &v| *o = std::mem::MaybeUninit::new(v));
+                });
+            // SAFETY: every row was written just above.
+            unsafe { out.assume_init() }
+        } else {
+            let Some(rows_of_bias) = b.broadcast((input.nrows(), b.len())) else {
+                unreachable!("a vector broadcasts to rows of its own length")
+            };
+            rows_of_bias.to_owned()
         };
-        let mut out = rows_of_bias.to_owned();
         if input.nrows() >= MIN_ROWS_FOR_TRANSPOSED_COPY
             && self.units >= MIN_UNITS_FOR_TRANSPOSED_COPY
         {
@@ -181,14 +209,24 @@ impl LayerGradients for DenseGradients<'_> {
         let wcol: Option<Vec<f32>> =
             weights.map(|w| w.column(0).iter().map(|&v| toward_zero_f32(v)).collect());
         let bcol: Option<Vec<f64>> = weights.map(|w| w.column(1).to_vec());
-        let scaled = scale_rows(self.delta.view(), wcol.as_deref(), 1);
-        let d = scaled.as_ref().map_or(self.delta.view(), |a| a.view());
-        let mut gw = Array2::<f32>::uninit((self.delta.ncols(), self.input.ncols()));
-        gemm_uninit(d.t(), self.input.view(), gw.view_mut());
-        // SAFETY: `gemm_uninit` wrote every element.
-        let gw = unsafe { gw.assume_init() };
+        // The bias sum (a serial pass over the rows) runs beside the weight product when the
+        // layer's output is large enough for the hand-off to pay.
+        let par = self.delta.len() >= PAR_MIN_OUTPUTS;
+        let (gw, bias) = join_if(
+            par,
+            || {
+                let scaled = scale_rows(self.delta.view(), wcol.as_deref(), 1);
+                let d = scaled.as_ref().map_or(self.delta.view(), |a| a.view());
+                let mut gw = Array2::<f32>::uninit((self.delta.ncols(), self.input.ncols()));
+                gemm_uninit(d.t(), self.input.view(), gw.view_mut());
+                // SAFETY: `gemm_uninit` wrote every element.
+                unsafe { gw.assume_init() }
+            },
+            || bias_acc(self.delta.view(), 1, bcol.as_deref()),
+        );
         write_f64(out, &self.weight.range, &gw);
-        bias_sum(out, &self.bias.range, self.delta.view(), 1, bcol.as_deref());
+        out.slice_mut(s![self.bias.range.clone()])
+            .assign(&Array1::from(bias));
     }
 
     fn example_gradient(&self, i: usize, mut row: ArrayViewMut1<'_, f32>) {
