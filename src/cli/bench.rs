@@ -227,13 +227,18 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
             "workload", "mode", "threads", "batch", "params", "step_ms", "examples/s", "GFLOP/s"
         )?;
     }
+    // The machine every figure below was taken on, since only ratios from one machine compare.
+    let cpu = host_cpu();
+    if !args.json {
+        writeln!(out, "# cpu: {cpu}")?;
+    }
     if !args.no_sgemm {
         let rate = sgemm_rate(2048)?;
         if args.json {
             writeln!(
                 out,
                 "{}",
-                serde_json::json!({"workload": "sgemm_2048", "mode": "sgemm", "threads": 1, "gflops": round3(rate)})
+                serde_json::json!({"workload": "sgemm_2048", "mode": "sgemm", "threads": 1, "gflops": round3(rate), "cpu": cpu})
             )?;
         } else {
             writeln!(
@@ -443,6 +448,72 @@ fn sgemm_rate(n: usize) -> anyhow::Result<f64> {
     Ok(2.0 * (n as f64).powi(3) / best / 1e9)
 }
 
+/// This machine's CPU as `dpx bench` records it beside the sgemm rate: the model name, family
+/// and model from `/proc/cpuinfo` (Linux), the logical CPUs and the widest vector extension the
+/// kernels use.
+fn host_cpu() -> String {
+    let model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|text| describe_cpuinfo(&text))
+        .unwrap_or_else(|| format!("unknown {} CPU", std::env::consts::ARCH));
+    let logical = std::thread::available_parallelism().map_or(1, |n| n.get());
+    format!("{model}, {logical} logical CPUs, {}", vector_extension())
+}
+
+/// "model name (family F, model M)" from the first processor of a `/proc/cpuinfo` text.
+fn describe_cpuinfo(text: &str) -> Option<String> {
+    let field = |key: &str| {
+        text.lines().find_map(|line| {
+            let (k, v) = line.split_once(':')?;
+            (k.trim() == key).then(|| v.trim().to_string())
+        })
+    };
+    let name = field("model name")?;
+    Some(match (field("cpu family"), field("model")) {
+        (Some(family), Some(model)) => format!("{name} (family {family}, model {model})"),
+        _ => name,
+    })
+}
+
+/// The widest vector extension this CPU offers the kernels (they choose at run time).
+fn vector_extension() -> &'static str {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            return "AVX-512F";
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            return "AVX2";
+        }
+        "SSE2"
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        "portable kernels"
+    }
+}
+
 fn round3(v: f64) -> f64 {
     (v * 1e3).round() / 1e3
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cpu_is_described_from_cpuinfo() {
+        let text = "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\n\
+                    model name\t: AMD EPYC\nflags\t\t: fpu\n\nprocessor\t: 1\nmodel name\t: other\n";
+        assert_eq!(
+            describe_cpuinfo(text).as_deref(),
+            Some("AMD EPYC (family 25, model 17)")
+        );
+        assert_eq!(
+            describe_cpuinfo("model name : Some CPU\n").as_deref(),
+            Some("Some CPU")
+        );
+        assert_eq!(describe_cpuinfo("processor : 0\n"), None);
+        assert!(host_cpu().contains("logical CPUs"));
+    }
 }
