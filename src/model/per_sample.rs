@@ -371,18 +371,19 @@ impl<'a> BatchGradients<'a> {
         shard: &Shard<'_>,
         weights: Option<ArrayView2<'_, f64>>,
     ) -> Array1<f64> {
-        let mut out = super::sums::zeros_f64(self.num_params);
+        let covered: Vec<Range<usize>> = self.groups.iter().map(|(_, r)| r.clone()).collect();
         let done = shard.squared.get();
         if let Some(means) = done.and_then(|(_, _, kept)| kept.as_ref()) {
             // With views and the norm pass done: a pass over the kept mean rows, group by group.
-            for (g, (_, range)) in self.groups.iter().enumerate() {
-                let w: Vec<f32> = (0..shard.len())
-                    .map(|i| weights.map_or(1.0, |w| toward_zero_f32(w[[i, g]])))
-                    .collect();
-                let rows = means.slice(s![.., range.clone()]);
-                super::sums::weighted_rows_sum(&mut out, range, rows, &w);
-            }
-            return out;
+            return super::sums::written_sum(self.num_params, &covered, |out| {
+                for (g, (_, range)) in self.groups.iter().enumerate() {
+                    let w: Vec<f32> = (0..shard.len())
+                        .map(|i| weights.map_or(1.0, |w| toward_zero_f32(w[[i, g]])))
+                        .collect();
+                    let rows = means.slice(s![.., range.clone()]);
+                    super::sums::weighted_rows_sum(out, range, rows, &w);
+                }
+            });
         }
         // With views, example i's weight goes to each of its rows over K (no cache is kept then).
         let k = self.views as f64;
@@ -397,12 +398,13 @@ impl<'a> BatchGradients<'a> {
             weights
         };
         let caches = done.map(|(_, c, _)| c);
-        for (t, trainable) in shard.trainables.iter().enumerate() {
-            let w = weights.map(|w| w.slice_move(s![.., trainable.groups.clone()]));
-            let cache = caches.and_then(|c| c[t].as_deref());
-            trainable.gradients.weighted_sum(w, cache, &mut out);
-        }
-        out
+        super::sums::written_sum(self.num_params, &covered, |out| {
+            for (t, trainable) in shard.trainables.iter().enumerate() {
+                let w = weights.map(|w| w.slice_move(s![.., trainable.groups.clone()]));
+                let cache = caches.and_then(|c| c[t].as_deref());
+                trainable.gradients.weighted_sum(w, cache, out);
+            }
+        })
     }
 }
 

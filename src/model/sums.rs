@@ -7,24 +7,24 @@
 //! same operations in the same order whatever the thread count, and its AVX-512 build the same
 //! operations as its portable form, so results are the same bits on every machine.
 
+use std::mem::MaybeUninit;
 use std::ops::Range;
 
-use ndarray::{Array1, Array2, ArrayView2, Axis, s};
+use ndarray::{Array1, Array2, ArrayView2, Axis};
 use rayon::prelude::*;
 
 #[cfg(target_arch = "x86_64")]
 use super::kernels::avx512_available;
 
-/// out[range] ← Σ_i w_i rows[i] (f64, examples in order), split over output blocks only.
+/// out[range] ← Σ_i w_i rows[i] (f64, examples in order), split over output blocks only; every
+/// element of `out[range]` is written (zeros for no rows), none is read before.
 pub(crate) fn weighted_rows_sum(
-    out: &mut Array1<f64>,
+    out: &mut [MaybeUninit<f64>],
     range: &Range<usize>,
     rows: ArrayView2<'_, f32>,
     w: &[f32],
 ) {
-    let Some(out) = out.slice_mut(s![range.clone()]).into_slice() else {
-        unreachable!("a fresh array is contiguous")
-    };
+    let out = &mut out[range.clone()];
     const BLOCK: usize = 4096;
     out.par_chunks_mut(BLOCK)
         .enumerate()
@@ -40,15 +40,20 @@ pub(crate) fn weighted_rows_sum(
 }
 
 /// One output block of [`weighted_rows_sum`] (columns `start..start + chunk.len()`): f32 partial
-/// sums over 16 examples at a time, widened to f64 between blocks.
+/// sums over 16 examples at a time, widened to f64 between blocks. The first block's sums are
+/// written as `0.0 + a` (what adding them to a zeroed output gave), the later ones added.
 #[inline(always)]
-fn block_sum(chunk: &mut [f64], start: usize, rows: ArrayView2<'_, f32>, w: &[f32]) {
+fn block_sum(chunk: &mut [MaybeUninit<f64>], start: usize, rows: ArrayView2<'_, f32>, w: &[f32]) {
+    if rows.nrows() == 0 {
+        chunk.fill(MaybeUninit::new(0.0));
+        return;
+    }
     let mut acc = vec![0.0f32; chunk.len()];
     for (block_index, block) in rows.axis_chunks_iter(Axis(0), 16).enumerate() {
         acc.iter_mut().for_each(|a| *a = 0.0);
         for (j, row) in block.rows().into_iter().enumerate() {
             let wi = w[block_index * 16 + j];
-            let src = row.slice(s![start..start + chunk.len()]);
+            let src = row.slice(ndarray::s![start..start + chunk.len()]);
             let Some(src) = src.as_slice() else {
                 unreachable!("rows of a fresh array are contiguous")
             };
@@ -56,8 +61,16 @@ fn block_sum(chunk: &mut [f64], start: usize, rows: ArrayView2<'_, f32>, w: &[f3
                 *a += wi * v;
             }
         }
-        for (o, &a) in chunk.iter_mut().zip(&acc) {
-            *o += a as f64;
+        if block_index == 0 {
+            for (o, &a) in chunk.iter_mut().zip(&acc) {
+                *o = MaybeUninit::new(0.0 + a as f64);
+            }
+        } else {
+            for (o, &a) in chunk.iter_mut().zip(&acc) {
+                // SAFETY: the first block wrote every element of `chunk`.
+                let v = unsafe { o.assume_init() };
+                *o = MaybeUninit::new(v + a as f64);
+            }
         }
     }
 }
@@ -65,7 +78,12 @@ fn block_sum(chunk: &mut [f64], start: usize, rows: ArrayView2<'_, f32>, w: &[f3
 /// [`block_sum`] compiled for AVX-512F (same operations, same bits).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn block_sum_avx512(chunk: &mut [f64], start: usize, rows: ArrayView2<'_, f32>, w: &[f32]) {
+unsafe fn block_sum_avx512(
+    chunk: &mut [MaybeUninit<f64>],
+    start: usize,
+    rows: ArrayView2<'_, f32>,
+    w: &[f32],
+) {
     block_sum(chunk, start, rows, w)
 }
 
@@ -218,21 +236,24 @@ pub(crate) fn scale_rows(
 }
 
 /// out[range] ← g (flattened row-major), widened to f64, in blocks over the current pool (an
-/// elementwise copy, so the same bits on any thread count).
-pub(crate) fn write_f64(out: &mut Array1<f64>, range: &Range<usize>, g: &Array2<f32>) {
+/// elementwise copy, so the same bits on any thread count); writes every element of the range.
+pub(crate) fn write_f64(out: &mut [MaybeUninit<f64>], range: &Range<usize>, g: &Array2<f32>) {
     #[inline(always)]
-    fn widen(out: &mut [f64], g: &[f32]) {
-        out.iter_mut().zip(g).for_each(|(o, &v)| *o = v as f64);
+    fn widen(out: &mut [MaybeUninit<f64>], g: &[f32]) {
+        out.iter_mut()
+            .zip(g)
+            .for_each(|(o, &v)| *o = MaybeUninit::new(v as f64));
     }
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f")]
-    unsafe fn widen_avx512(out: &mut [f64], g: &[f32]) {
+    unsafe fn widen_avx512(out: &mut [MaybeUninit<f64>], g: &[f32]) {
         widen(out, g)
     }
-    let mut out = out.slice_mut(s![range.clone()]);
-    let (Some(o), Some(g)) = (out.as_slice_mut(), g.as_slice()) else {
-        for (o, &v) in out.iter_mut().zip(g.iter()) {
-            *o = v as f64;
+    let o = &mut out[range.clone()];
+    assert_eq!(o.len(), g.len(), "a layer writes exactly its own range");
+    let Some(g) = g.as_slice() else {
+        for (o, &v) in o.iter_mut().zip(g.iter()) {
+            *o = MaybeUninit::new(v as f64);
         }
         return;
     };
@@ -250,33 +271,101 @@ pub(crate) fn write_f64(out: &mut Array1<f64>, range: &Range<usize>, g: &Array2<
         });
 }
 
-/// A zeroed `[n]` f64 array, zeroed in blocks over the current pool (the allocator's own zeroing
-/// runs on one thread: measured 1% of a two-thread MLP step for the summed gradient alone).
-pub(crate) fn zeros_f64(n: usize) -> Array1<f64> {
+/// `slice` as the f64 values it now holds.
+///
+/// # Safety
+/// Every element of `slice` has been written.
+pub(crate) unsafe fn assume_written(slice: &mut [MaybeUninit<f64>]) -> &mut [f64] {
+    // SAFETY: `MaybeUninit<f64>` has the layout of `f64`, and the caller guarantees every element
+    // is initialised.
+    unsafe { &mut *(slice as *mut [MaybeUninit<f64>] as *mut [f64]) }
+}
+
+/// out[range] ← values (as many as the range is long).
+pub(crate) fn assign(out: &mut [MaybeUninit<f64>], range: &Range<usize>, values: &[f64]) {
+    let o = &mut out[range.clone()];
+    assert_eq!(
+        o.len(),
+        values.len(),
+        "a layer writes exactly its own range"
+    );
+    for (o, &v) in o.iter_mut().zip(values) {
+        *o = MaybeUninit::new(v);
+    }
+}
+
+/// A `[n]` f64 array whose `covered` ranges `write` fills (each element of them written once, as
+/// the layers' weighted sums do, none read before) and whose other elements are zero. The covered
+/// part is never zero-filled first: for a dense network that is the whole `[P]` sum, a 2% memset
+/// of the MLP's step.
+///
+/// Debug builds fill the covered part with a NaN of a payload no arithmetic produces and check
+/// afterwards that `write` left none of it, so a layer that skips part of its range fails the
+/// tests instead of reading uninitialised memory.
+pub(crate) fn written_sum(
+    n: usize,
+    covered: &[Range<usize>],
+    write: impl FnOnce(&mut [MaybeUninit<f64>]),
+) -> Array1<f64> {
     let mut out = Array1::<f64>::uninit(n);
     let Some(slice) = out.as_slice_mut() else {
         unreachable!("a fresh array is contiguous")
     };
-    slice.par_chunks_mut(1 << 15).for_each(|c| {
-        c.iter_mut()
-            .for_each(|v| *v = std::mem::MaybeUninit::new(0.0))
-    });
-    // SAFETY: every element was written just above.
+    let mut sorted = covered.to_vec();
+    sorted.sort_by_key(|r| r.start);
+    let mut next = 0;
+    for r in &sorted {
+        assert!(
+            r.start >= next && r.end <= n,
+            "covered ranges overlap or overrun"
+        );
+        zero_f64(&mut slice[next..r.start]);
+        next = r.end;
+    }
+    zero_f64(&mut slice[next..]);
+    if cfg!(debug_assertions) {
+        for r in &sorted {
+            slice[r.clone()].fill(MaybeUninit::new(f64::from_bits(UNWRITTEN)));
+        }
+    }
+    write(slice);
+    if cfg!(debug_assertions) {
+        for r in &sorted {
+            for (i, v) in slice[r.clone()].iter().enumerate() {
+                // SAFETY: debug builds initialised every covered element above.
+                let bits = unsafe { v.assume_init() }.to_bits();
+                assert!(
+                    bits != UNWRITTEN,
+                    "element {} of the sum was not written",
+                    r.start + i
+                );
+            }
+        }
+    }
+    // SAFETY: the uncovered elements were zeroed above and `write` wrote every covered one (its
+    // contract, checked in debug builds).
     unsafe { out.assume_init() }
+}
+
+/// The debug fill of [`written_sum`]: a quiet NaN with a payload no operation here produces.
+const UNWRITTEN: u64 = 0x7ff8_dead_beef_0001;
+
+/// Zeros, in blocks over the current pool.
+fn zero_f64(slice: &mut [MaybeUninit<f64>]) {
+    slice
+        .par_chunks_mut(1 << 15)
+        .for_each(|c| c.fill(MaybeUninit::new(0.0)));
 }
 
 /// out[bias] ← Σ_i w_i Σ_{rows of i} δ (f64): [`bias_acc`] written into `range`.
 pub(crate) fn bias_sum(
-    out: &mut Array1<f64>,
+    out: &mut [MaybeUninit<f64>],
     range: &Range<usize>,
     delta: ArrayView2<'_, f32>,
     rows_per_example: usize,
     weights: Option<&[f64]>,
 ) {
-    let acc = bias_acc(delta, rows_per_example, weights);
-    for (o, a) in out.slice_mut(s![range.clone()]).iter_mut().zip(acc) {
-        *o = a;
-    }
+    assign(out, range, &bias_acc(delta, rows_per_example, weights));
 }
 
 /// Σ_i w_i Σ_{rows of i} δ in f64, rows in order on the calling thread (`[C]`, all weights 1
@@ -310,7 +399,7 @@ pub(crate) fn bias_acc(
 /// out[bias] ← Σ_i w_i b_i from the per-example bias gradients `b` `[B, C_out]` (f64, examples in
 /// order; all weights 1 when `None`).
 pub(crate) fn weighted_bias_sum(
-    out: &mut Array1<f64>,
+    out: &mut [MaybeUninit<f64>],
     range: &Range<usize>,
     b: ArrayView2<'_, f64>,
     weights: Option<&[f64]>,
@@ -322,9 +411,7 @@ pub(crate) fn weighted_bias_sum(
             *a += wi * v;
         }
     }
-    for (o, a) in out.slice_mut(s![range.clone()]).iter_mut().zip(acc) {
-        *o = a;
-    }
+    assign(out, range, &acc);
 }
 
 /// acc[j] += w · rows[r·C + j] over the rows of a row-major `[R, C]` slice (C = acc.len()), rows
@@ -389,13 +476,54 @@ mod tests {
     }
 
     #[test]
+    fn a_written_sum_zeroes_what_no_layer_covers() {
+        let sum = written_sum(10, &[5..8, 1..3], |out| {
+            assign(out, &(1..3), &[1.0, 2.0]);
+            assign(out, &(5..8), &[5.0, 6.0, 7.0]);
+        });
+        assert_eq!(
+            sum.to_vec(),
+            [0.0, 1.0, 2.0, 0.0, 0.0, 5.0, 6.0, 7.0, 0.0, 0.0]
+        );
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "element 6 of the sum was not written")]
+    fn a_layer_that_skips_part_of_its_range_fails_in_debug_builds() {
+        written_sum(10, &[5..8], |out| {
+            out[5] = MaybeUninit::new(1.0);
+            out[7] = MaybeUninit::new(1.0);
+        });
+    }
+
+    #[test]
     fn vector_builds_of_the_sums_give_the_portable_bits() {
         let rows = Array2::from_shape_fn((37, 1000), |(i, j)| {
             (((i * 7919 + j * 104_729) % 2003) as f32 - 1001.0) * 1e-3 * (1.0 + (j % 5) as f32)
         });
         let w: Vec<f32> = (0..37).map(|i| 1.0 / (1.0 + i as f32 * 0.3)).collect();
-        let mut portable = vec![0.5f64; 700];
-        block_sum(&mut portable, 300, rows.view(), &w);
+        let mut out = vec![MaybeUninit::new(f64::NAN); 700];
+        block_sum(&mut out, 300, rows.view(), &w);
+        // SAFETY: `block_sum` writes every element.
+        let portable: Vec<f64> = out.iter().map(|v| unsafe { v.assume_init() }).collect();
+        // What adding into a zeroed output gave: f32 sums over blocks of 16 examples, each block
+        // added in f64 from 0.
+        for (c, &got) in portable.iter().enumerate() {
+            let mut total = 0.0f64;
+            for block in 0..37usize.div_ceil(16) {
+                let mut acc = 0.0f32;
+                for i in block * 16..(block * 16 + 16).min(37) {
+                    acc += w[i] * rows[[i, 300 + c]];
+                }
+                total += acc as f64;
+            }
+            assert_eq!(got.to_bits(), total.to_bits(), "column {c}");
+        }
+        let mut empty = vec![MaybeUninit::new(f64::NAN); 5];
+        block_sum(&mut empty, 0, rows.slice(ndarray::s![..0, ..]), &[]);
+        // SAFETY: `block_sum` writes every element.
+        assert!(empty.iter().all(|v| unsafe { v.assume_init() } == 0.0));
         let mut acc_portable = vec![0.25f64; 40];
         let flat = rows.as_slice().unwrap();
         accumulate_rows_portable(&mut acc_portable, &flat[..40 * 900], 0.75);
@@ -408,9 +536,11 @@ mod tests {
         );
         #[cfg(target_arch = "x86_64")]
         if avx512_available() {
-            let mut fast = vec![0.5f64; 700];
+            let mut out = vec![MaybeUninit::new(f64::NAN); 700];
             // SAFETY: AVX-512F was detected.
-            unsafe { block_sum_avx512(&mut fast, 300, rows.view(), &w) };
+            unsafe { block_sum_avx512(&mut out, 300, rows.view(), &w) };
+            // SAFETY: `block_sum_avx512` writes every element.
+            let fast: Vec<f64> = out.iter().map(|v| unsafe { v.assume_init() }).collect();
             assert!(
                 fast.iter()
                     .zip(&portable)

@@ -354,7 +354,7 @@ impl LayerGradients for ConvGradients<'_> {
         &self,
         weights: Option<ArrayView2<'_, f64>>,
         cache: Option<&(dyn Any + Send + Sync)>,
-        out: &mut Array1<f64>,
+        out: &mut [std::mem::MaybeUninit<f64>],
     ) {
         let wcol: Option<Vec<f32>> =
             weights.map(|w| w.column(0).iter().map(|&v| toward_zero_f32(v)).collect());
@@ -382,10 +382,9 @@ impl LayerGradients for ConvGradients<'_> {
         write_f64(out, &self.weight.range, &gw);
         if let Some(ws) = &self.standardized {
             // The map is linear: J applied once to Σ_i w_i ∂L_i/∂Ŵ is Σ_i w_i ∂L_i/∂W.
-            let Some(o) = out.slice_mut(s![self.weight.range.clone()]).into_slice() else {
-                unreachable!("a fresh array is contiguous")
-            };
-            ws.backward_f64(o);
+            let o = &mut out[self.weight.range.clone()];
+            // SAFETY: `write_f64` just wrote every element of the weight range.
+            ws.backward_f64(unsafe { crate::model::sums::assume_written(o) });
         }
     }
 

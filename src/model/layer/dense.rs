@@ -20,7 +20,7 @@ use super::{
 };
 use crate::model::linalg::{gemm, gemm_uninit, transposed};
 use crate::model::sums::{
-    bias_acc, scale_rows, sum_squares, sum_squares_slice, toward_zero_f32, write_f64,
+    assign, bias_acc, scale_rows, sum_squares, sum_squares_slice, toward_zero_f32, write_f64,
 };
 
 /// Fewest output elements (`[B, units]`) for which the forward's bias rows are written on the
@@ -204,7 +204,7 @@ impl LayerGradients for DenseGradients<'_> {
         &self,
         weights: Option<ArrayView2<'_, f64>>,
         _cache: Option<&(dyn Any + Send + Sync)>,
-        out: &mut Array1<f64>,
+        out: &mut [std::mem::MaybeUninit<f64>],
     ) {
         let wcol: Option<Vec<f32>> =
             weights.map(|w| w.column(0).iter().map(|&v| toward_zero_f32(v)).collect());
@@ -225,8 +225,7 @@ impl LayerGradients for DenseGradients<'_> {
             || bias_acc(self.delta.view(), 1, bcol.as_deref()),
         );
         write_f64(out, &self.weight.range, &gw);
-        out.slice_mut(s![self.bias.range.clone()])
-            .assign(&Array1::from(bias));
+        assign(out, &self.bias.range, &bias);
     }
 
     fn example_gradient(&self, i: usize, mut row: ArrayViewMut1<'_, f32>) {

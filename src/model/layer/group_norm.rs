@@ -417,7 +417,7 @@ impl LayerGradients for GroupNormGradients {
         &self,
         weights: Option<ArrayView2<'_, f64>>,
         _cache: Option<&(dyn Any + Send + Sync)>,
-        out: &mut Array1<f64>,
+        out: &mut [std::mem::MaybeUninit<f64>],
     ) {
         let c = self.weight.range.len();
         let mut acc = vec![0.0f64; 2 * c];
@@ -427,14 +427,8 @@ impl LayerGradients for GroupNormGradients {
                 *a += if j < c { ww } else { wb } * v as f64;
             }
         }
-        out.slice_mut(s![self.weight.range.clone()])
-            .iter_mut()
-            .zip(&acc[..c])
-            .for_each(|(o, &a)| *o = a);
-        out.slice_mut(s![self.bias.range.clone()])
-            .iter_mut()
-            .zip(&acc[c..])
-            .for_each(|(o, &a)| *o = a);
+        crate::model::sums::assign(out, &self.weight.range, &acc[..c]);
+        crate::model::sums::assign(out, &self.bias.range, &acc[c..]);
     }
 
     fn example_gradient(&self, i: usize, mut row: ArrayViewMut1<'_, f32>) {

@@ -144,12 +144,13 @@ pub trait LayerGradients: Send + Sync {
 
     /// `out[group ranges] ← Σ_i weights[i, k] g_i` restricted to group k of this layer
     /// (`weights` `[B, groups of this layer]`; `None` means all ones). `cache` is what
-    /// [`LayerGradients::squared_norms`] returned, when it ran.
+    /// [`LayerGradients::squared_norms`] returned, when it ran. `out` is the whole `[P]` sum,
+    /// uninitialised: write every element of this layer's ranges, read none before writing it.
     fn weighted_sum(
         &self,
         weights: Option<ArrayView2<'_, f64>>,
         cache: Option<&(dyn Any + Send + Sync)>,
-        out: &mut Array1<f64>,
+        out: &mut [std::mem::MaybeUninit<f64>],
     );
 
     /// Example `i`'s gradient written into its ranges of `row` (a `[P]` row).
