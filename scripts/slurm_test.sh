@@ -10,8 +10,8 @@
 #
 #   scripts/slurm_test.sh [SWEEP_FILE]     (default configs/sweeps/quickstart_eps_lr.toml)
 #
-# Environment: DPX_BIN (default: build and use target/debug/dpx), SLURM_TEST_TIMEOUT (seconds to
-# wait for the array, default 600), SLURM_TEST_SHARDS (default 3).
+# Environment: DPX_BIN (default: build and use target/debug/dpx, under CARGO_TARGET_DIR when set),
+# SLURM_TEST_TIMEOUT (seconds to wait for the array, default 600), SLURM_TEST_SHARDS (default 3).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -36,7 +36,7 @@ fi
 
 if [ -z "${DPX_BIN:-}" ]; then
     (cd "$ROOT" && cargo build --quiet --bin dpx)
-    DPX_BIN="$ROOT/target/debug/dpx"
+    DPX_BIN="${CARGO_TARGET_DIR:-$ROOT/target}/debug/dpx"
 fi
 DPX_BIN="$(cd "$(dirname "$DPX_BIN")" && pwd)/$(basename "$DPX_BIN")"
 
