@@ -479,7 +479,7 @@ fn describe_cpuinfo(text: &str) -> Option<String> {
 fn vector_extension() -> &'static str {
     #[cfg(target_arch = "x86_64")]
     {
-        if std::arch::is_x86_feature_detected!("avx512f") {
+        if crate::model::kernels::avx512_available() {
             return "AVX-512F";
         }
         if std::arch::is_x86_feature_detected!("avx2") {

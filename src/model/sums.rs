@@ -16,6 +16,12 @@ use rayon::prelude::*;
 #[cfg(target_arch = "x86_64")]
 use super::kernels::avx512_available;
 
+/// Fewest elements (`[B, units]`) of a layer's output or delta for which its row passes run on the
+/// pool: the row scaling of the clipped sum here, and a dense layer's bias rows and bias sum. Below
+/// it (a logistic regression's `256 × 10`) the hand-offs cost more than the work (measured on
+/// logreg_mnist, 2026-11-29).
+pub(crate) const PAR_MIN_OUTPUTS: usize = 1 << 16;
+
 /// out[range] ← Σ_i w_i rows[i] (f64, examples in order), split over output blocks only; every
 /// element of `out[range]` is written (zeros for no rows), none is read before.
 pub(crate) fn weighted_rows_sum(
@@ -208,7 +214,7 @@ pub(crate) fn scale_rows(
     rows_per_example: usize,
 ) -> Option<Array2<f32>> {
     let w = weights?;
-    if delta.len() < 1 << 16 {
+    if delta.len() < PAR_MIN_OUTPUTS {
         // Small (a logistic regression's `[256, 10]`): a copy, then the products on the pool.
         let mut out = delta.to_owned();
         out.axis_chunks_iter_mut(Axis(0), rows_per_example)

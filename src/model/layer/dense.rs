@@ -20,14 +20,9 @@ use super::{
 };
 use crate::model::linalg::{gemm, gemm_uninit, transposed};
 use crate::model::sums::{
-    assign, bias_acc, scale_rows, sum_squares, sum_squares_slice, toward_zero_f32, write_f64,
+    PAR_MIN_OUTPUTS, assign, bias_acc, scale_rows, sum_squares, sum_squares_slice, toward_zero_f32,
+    write_f64,
 };
-
-/// Fewest output elements (`[B, units]`) for which the forward's bias rows are written on the
-/// pool and the clipped sum's bias pass runs beside its weight product: below it (a logistic
-/// regression's `256 × 10`) the hand-offs cost more than the work (measured on logreg_mnist,
-/// 2026-11-29).
-const PAR_MIN_OUTPUTS: usize = 1 << 16;
 
 /// `(a(), b())`, the two side by side on the pool when `par`, else one after the other on the
 /// calling thread (the same results: neither closure's arithmetic depends on where it runs).
