@@ -14,7 +14,8 @@
 //!   improved ziggurat method to generate normal random samples"): R = 3.6541528853610088,
 //!   V = 0.00492867323399; one 64-bit draw gives the layer (8 bits) and a 52-bit symmetric
 //!   uniform, exact rejection in the wedges and Marsaglia's exact tail beyond R.
-//! - Determinism: the output is cut into blocks of [`BLOCK`] samples, and each block into
+//! - Determinism: the output is cut into blocks of [`BLOCK`] samples (an output of [`SPLIT_MIN`]
+//!   to [`BLOCK`] samples into two halves, so that two cores share it), and each block into
 //!   [`LANES`] interleaved lanes; lane l of block k uses the root state advanced by `LANES·k + l`
 //!   calls of xoshiro's `jump` (2^128 steps each, so no two streams overlap). The samples depend
 //!   only on the caller's RNG state and the length, never on the thread count.
@@ -32,6 +33,15 @@ use rayon::prelude::*;
 
 /// Samples per independently seeded block (each block is one task for the thread pool).
 pub const BLOCK: usize = 1 << 16;
+
+/// Shortest output cut into two blocks. A one-block draw of `n` samples keeps one core busy for
+/// about 2 ns per sample while the pool's other workers wait, and a worker left idle for a few
+/// tens of microseconds goes to sleep: waking it then costs the next parallel loop about 25 µs on a
+/// virtual machine. Measured on two AMD EPYC cores (2026-11-29, `results/bench/README.md`): the
+/// 7,850 samples of `logreg_mnist`'s noise in one block put one sleep in every step (20,000
+/// context switches in 10,000 steps, against 300–560 with two halves) and its two-thread step went
+/// from 0.135–0.139 to 0.117 ms. Shorter outputs take under 8 µs, less than the hand-off saves.
+pub const SPLIT_MIN: usize = 1 << 12;
 
 /// xoshiro256++: 256 bits of state, period 2^256 − 1.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -193,13 +203,14 @@ fn tables() -> &'static Tables {
 pub const LANES: usize = 4;
 
 /// `out[j] += scale · z_j`, z_j i.i.d. N(0, 1), from xoshiro256++ streams seeded with 256 bits
-/// drawn from `rng` (four `next_u64` calls, whatever the length). Block k of [`BLOCK`] samples
+/// drawn from `rng` (four `next_u64` calls, whatever the length). Block k of `block_len(n)` samples
 /// draws sample j from lane j mod [`LANES`], whose generator is the root state advanced by
 /// `LANES·k + lane` jumps of 2^128 steps (so no two lanes or blocks overlap). Blocks run in
 /// parallel on the current rayon pool; the result does not depend on the thread count.
 pub fn add_scaled_normals<R: Rng + ?Sized>(out: &mut [f64], scale: f64, rng: &mut R) {
     let mut s = Xoshiro256PlusPlus::from_rng(rng);
-    let blocks = out.len().div_ceil(BLOCK);
+    let block = block_len(out.len());
+    let blocks = out.len().div_ceil(block);
     let mut states: Vec<[Xoshiro256PlusPlus; LANES]> = Vec::with_capacity(blocks);
     for _ in 0..blocks {
         states.push(std::array::from_fn(|_| {
@@ -208,9 +219,19 @@ pub fn add_scaled_normals<R: Rng + ?Sized>(out: &mut [f64], scale: f64, rng: &mu
             lane
         }));
     }
-    out.par_chunks_mut(BLOCK)
+    out.par_chunks_mut(block)
         .zip(states.into_par_iter())
         .for_each(|(chunk, mut lanes)| add_block(chunk, scale, &mut lanes));
+}
+
+/// The samples per block for an output of `len`: [`BLOCK`], except that an output of
+/// [`SPLIT_MIN`] to [`BLOCK`] samples is cut in two halves (rounded up to whole lane groups).
+fn block_len(len: usize) -> usize {
+    if (SPLIT_MIN..=BLOCK).contains(&len) {
+        len.div_ceil(2).next_multiple_of(LANES)
+    } else {
+        BLOCK
+    }
 }
 
 /// One block: sample j from lane j mod [`LANES`], on the fastest path this CPU has (all paths
@@ -555,5 +576,35 @@ mod tests {
         assert_ne!(one, draw(1, 6));
         // Blocks are distinct streams (no block repeats the first one).
         assert_ne!(one[..100], one[BLOCK..BLOCK + 100]);
+    }
+
+    #[test]
+    fn a_mid_sized_output_is_two_blocks_on_any_pool() {
+        let draw = |threads: usize, n: usize| {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            pool.install(|| {
+                let mut v = vec![0.0f64; n];
+                add_scaled_normals(&mut v, 1.0, &mut ChaCha12Rng::seed_from_u64(9));
+                v
+            })
+        };
+        assert_eq!(block_len(SPLIT_MIN - 1), BLOCK);
+        assert_eq!(block_len(7850), 3928);
+        assert_eq!(block_len(BLOCK), BLOCK / 2);
+        assert_eq!(block_len(BLOCK + 1), BLOCK);
+        let n = 7850;
+        let split = draw(1, n);
+        assert_eq!(split, draw(2, n));
+        // The first half is the one-block stream of a short output from the same seed (the same
+        // four lanes); the second half is the next four lanes, a different stream.
+        let half = block_len(n);
+        let short = draw(1, half);
+        assert_eq!(split[..half], short[..]);
+        assert_ne!(split[half..half + 100], short[..100]);
+        // Just below the cut the output is still one block: its first samples are the same.
+        assert_eq!(draw(1, SPLIT_MIN - 1)[..half], short[..]);
     }
 }
