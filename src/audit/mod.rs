@@ -44,7 +44,7 @@ pub mod canary;
 
 use std::path::PathBuf;
 
-use ndarray::{Array1, Axis};
+use ndarray::Array1;
 use rand::Rng;
 
 use crate::config::spec::{ClipSpec, Sampler as SpecSampler};
@@ -301,7 +301,7 @@ pub fn audit_seed(
         let data_grads = if indices.is_empty() {
             None
         } else {
-            x = train.features.select(Axis(0), &indices);
+            x = crate::data::gather_rows(train.features.view(), &indices);
             let y: Vec<usize> = indices.iter().map(|&i| train.labels[i]).collect();
             let g = model
                 .per_sample(params.view(), x.view(), &y)

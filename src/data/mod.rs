@@ -16,7 +16,10 @@
 //! This room knows nothing of models or privacy. Loaders return pixel values as read (0..=255
 //! for images); scaling is an explicit preprocessing step.
 
-use ndarray::Array2;
+use std::mem::MaybeUninit;
+
+use ndarray::{Array2, ArrayView2, ArrayViewMut1, Axis};
+use rayon::prelude::*;
 
 pub mod augment;
 pub mod cifar;
@@ -72,9 +75,68 @@ impl Dataset {
     }
 }
 
+/// From this many copied elements, [`gather_rows`] copies rows on the pool.
+const GATHER_PAR_MIN_ELEMENTS: usize = 1 << 16;
+
+/// Rows `indices` of `features`, in that order: `[indices.len(), d]`, each row copied whole
+/// (rows on the current rayon pool from [`GATHER_PAR_MIN_ELEMENTS`] elements). The same values
+/// as ndarray's `select(Axis(0), indices)`, which walks element by element: measured on two AMD
+/// EPYC cores (2026-11-29), `select` took about 140 µs for a batch of 256 MNIST rows, a third of
+/// a `logreg_mnist`-sized training step, with the pool's other worker idle and falling asleep.
+///
+/// # Panics
+/// When an index is out of range (callers pass sampled example indices).
+pub fn gather_rows(features: ArrayView2<'_, f32>, indices: &[usize]) -> Array2<f32> {
+    let d = features.ncols();
+    let mut out = Array2::<f32>::uninit((indices.len(), d));
+    let copy = |(mut row, &i): (ArrayViewMut1<'_, MaybeUninit<f32>>, &usize)| {
+        let source = features.row(i);
+        match (row.as_slice_mut(), source.as_slice()) {
+            (Some(dst), Some(src)) => {
+                for (o, &v) in dst.iter_mut().zip(src) {
+                    o.write(v);
+                }
+            }
+            _ => row.zip_mut_with(&source, |o, &v| {
+                o.write(v);
+            }),
+        }
+    };
+    if indices.len().saturating_mul(d) >= GATHER_PAR_MIN_ELEMENTS {
+        out.axis_iter_mut(Axis(0))
+            .into_par_iter()
+            .zip(indices.par_iter())
+            .for_each(copy);
+    } else {
+        out.axis_iter_mut(Axis(0)).zip(indices).for_each(copy);
+    }
+    // SAFETY: every row was written whole just above (`indices.len()` rows of `d` elements).
+    unsafe { out.assume_init() }
+}
+
 /// A training set and a test set of the same kind (same sample shape and classes).
 #[derive(Debug, Clone, PartialEq)]
 pub struct TrainTest {
     pub train: Dataset,
     pub test: Dataset,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gathered_rows_are_ndarrays_select() {
+        let x = Array2::from_shape_fn((300, 257), |(i, j)| (i * 1000 + j) as f32 * 0.5);
+        // A small batch (serial), a large one (rows on the pool), repeats, an empty one and a
+        // non-contiguous source (a transposed copy viewed back).
+        let small = [4usize, 0, 4, 299];
+        let large: Vec<usize> = (0..600).map(|k| (k * 7919) % 300).collect();
+        let xt = x.t().to_owned();
+        for indices in [&small[..], &large[..], &[]] {
+            let want = x.select(Axis(0), indices);
+            assert_eq!(gather_rows(x.view(), indices), want);
+            assert_eq!(gather_rows(xt.t(), indices), want);
+        }
+    }
 }

@@ -238,7 +238,7 @@ pub fn scale_max_row_norm(data: &mut TrainTest, max_norm: f64) -> Result<f64, Da
 /// The rows `indices` of `ds`, in that order.
 pub fn select_rows(ds: &Dataset, indices: &[usize]) -> Dataset {
     Dataset {
-        features: ds.features.select(Axis(0), indices),
+        features: super::gather_rows(ds.features.view(), indices),
         labels: indices.iter().map(|&i| ds.labels[i]).collect(),
         sample_shape: ds.sample_shape.clone(),
         num_classes: ds.num_classes,

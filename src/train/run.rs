@@ -23,7 +23,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use ndarray::{Array1, Array2, Axis, Zip};
+use ndarray::{Array1, Array2, Zip};
 use rayon::prelude::*;
 
 use super::TrainError;
@@ -440,12 +440,12 @@ impl<'a> DpSgdSeed<'a> {
                     &mut self.rng_augment,
                 ),
                 (Some((shape, spec)), None) => augment::views(
-                    train.features.select(Axis(0), &self.indices).view(),
+                    crate::data::gather_rows(train.features.view(), &self.indices).view(),
                     shape,
                     spec,
                     &mut self.rng_augment,
                 ),
-                (None, _) => train.features.select(Axis(0), &self.indices),
+                (None, _) => crate::data::gather_rows(train.features.view(), &self.indices),
             };
             y = self
                 .indices
