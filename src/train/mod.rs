@@ -23,6 +23,7 @@ pub mod artifact;
 pub mod checkpoint;
 pub mod influence;
 pub mod influence_retrain;
+pub(crate) mod look_ahead;
 pub mod memory;
 pub mod metrics;
 pub mod model_build;

@@ -28,6 +28,7 @@ use rayon::prelude::*;
 
 use super::TrainError;
 use super::checkpoint::{self, Checkpointing, NoiseState, SeedState, WindowState};
+use super::look_ahead::{Gathered, LookAhead};
 use super::metrics::{MetricsRow, SeedStatus, SummaryRow};
 use super::prepare::Experiment;
 use super::seed::{
@@ -166,7 +167,25 @@ pub fn train_seed_checkpointed(
             }
             return Ok(SeedEnd::Interrupted);
         }
-        let Some(batch_size) = run.step(t)? else {
+        // On two or more threads, the next step's rows are gathered beside this step (look_ahead).
+        let look_ahead = (t + 1 < total && exp.spec.train.augmentation.is_none())
+            .then(|| {
+                LookAhead::new(
+                    &run.sampler,
+                    &run.rng_sampling,
+                    exp.data.train.features.view(),
+                )
+            })
+            .flatten();
+        let stepped = match look_ahead {
+            Some(look_ahead) => {
+                let (stepped, gathered) = rayon::join(|| run.step(t), || look_ahead.gather());
+                run.ahead = Some(gathered);
+                stepped
+            }
+            None => run.step(t),
+        };
+        let Some(batch_size) = stepped? else {
             status = SeedStatus::Diverged;
             break;
         };
@@ -236,6 +255,8 @@ struct DpSgdSeed<'a> {
     window: ClipWindow,
     /// The batch's indices (reused buffer) and the parameter groups of an empty batch.
     indices: Vec<usize>,
+    /// This step's rows, gathered during the previous step (`look_ahead`), if they were.
+    ahead: Option<Gathered>,
     groups: Vec<(String, std::ops::Range<usize>)>,
     /// Sum and count of per-example training losses since the last evaluation.
     loss_sum: f64,
@@ -278,6 +299,7 @@ impl<'a> DpSgdSeed<'a> {
             ledger: exp.plan.initial_ledger(),
             window: ClipWindow::default(),
             indices: Vec::new(),
+            ahead: None,
             groups: model.groups().to_vec(),
             loss_sum: 0.0,
             loss_count: 0,
@@ -416,6 +438,7 @@ impl<'a> DpSgdSeed<'a> {
         self.sampler
             .next_batch_into(&mut self.rng_sampling, &mut self.indices);
         let batch_size = self.indices.len();
+        let ahead = self.ahead.take();
 
         let x;
         let y: Vec<usize>;
@@ -445,7 +468,11 @@ impl<'a> DpSgdSeed<'a> {
                     spec,
                     &mut self.rng_augment,
                 ),
-                (None, _) => crate::data::gather_rows(train.features.view(), &self.indices),
+                (None, _) => match ahead {
+                    // The same draws, so the same indices; compared all the same.
+                    Some(g) if g.indices == self.indices => g.rows,
+                    _ => crate::data::gather_rows(train.features.view(), &self.indices),
+                },
             };
             y = self
                 .indices
