@@ -1,5 +1,6 @@
 //! The rows a run writes: one [`MetricsRow`] per evaluation per seed (`metrics.csv`) and one
-//! [`SummaryRow`] per seed (`summary.csv`).
+//! [`SummaryRow`] per seed (`summary.csv`), and the [`ClipWindow`] a DP-SGD seed accumulates
+//! between two rows (what its clipping policy did).
 //!
 //! Column names are the DP vocabulary used in the TOML and in the code. Empty cells mean "not
 //! applicable" (no validation split, a non-private run's ε, no training steps yet). Floating-point
@@ -229,6 +230,56 @@ pub struct SummaryRow {
     /// step of the seed (not private: a diagnostic).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mean_gradient_error_nonprivate: Option<Option<f64>>,
+}
+
+/// What the clipping policy did over the steps since the previous evaluation row.
+#[derive(Default)]
+pub(crate) struct ClipWindow {
+    /// (C_t, noise std) of the last step.
+    pub(crate) last: Option<(Option<f64>, f64)>,
+    /// Sum and count of the policy's private clipped-fraction estimates.
+    pub(crate) private_sum: f64,
+    pub(crate) private_steps: u64,
+    /// Examples clipped and examples seen (the non-private diagnostic).
+    pub(crate) clipped: usize,
+    pub(crate) examples: usize,
+    /// `train.eval_gradient_error` (non-private): Σ and count of ‖Σ g_i − s̃_t‖/B in this
+    /// window, and over every step of the seed (kept across windows).
+    pub(crate) gradient_error_sum: f64,
+    pub(crate) gradient_error_steps: u64,
+    pub(crate) gradient_error_total: f64,
+    pub(crate) gradient_error_total_steps: u64,
+}
+
+impl ClipWindow {
+    pub(crate) fn record(&mut self, step: &crate::privacy::clip::StepRelease) {
+        self.last = Some((step.clip_norm, step.noise_std));
+        if let Some(f) = step.clipped_fraction_private {
+            self.private_sum += f;
+            self.private_steps += 1;
+        }
+        if step.clip_norm.is_some() {
+            self.clipped += step.clipped_count_nonprivate;
+            self.examples += step.batch_size_nonprivate;
+        }
+    }
+
+    pub(crate) fn record_gradient_error(&mut self, e: f64) {
+        self.gradient_error_sum += e;
+        self.gradient_error_steps += 1;
+        self.gradient_error_total += e;
+        self.gradient_error_total_steps += 1;
+    }
+
+    /// Start a new window; the last step's C and noise, and the seed's totals, stay.
+    pub(crate) fn reset(&mut self) {
+        *self = ClipWindow {
+            last: self.last,
+            gradient_error_total: self.gradient_error_total,
+            gradient_error_total_steps: self.gradient_error_total_steps,
+            ..ClipWindow::default()
+        };
+    }
 }
 
 #[cfg(test)]

@@ -29,7 +29,7 @@ use rayon::prelude::*;
 use super::TrainError;
 use super::checkpoint::{self, Checkpointing, NoiseState, SeedState, WindowState};
 use super::look_ahead::{Gathered, LookAhead};
-use super::metrics::{MetricsRow, SeedStatus, SummaryRow};
+use super::metrics::{ClipWindow, MetricsRow, SeedStatus, SummaryRow};
 use super::prepare::Experiment;
 use super::seed::{
     NoiseSource, Observer, STREAM_AUGMENT, STREAM_PARTITION, STREAM_SAMPLING, SeedEnd, SeedResult,
@@ -765,55 +765,5 @@ impl<'a> DpSgdSeed<'a> {
             ema_params: self.ema,
             snapshots: self.snapshots,
         })
-    }
-}
-
-/// What the clipping policy did over the steps since the previous evaluation row.
-#[derive(Default)]
-struct ClipWindow {
-    /// (C_t, noise std) of the last step.
-    last: Option<(Option<f64>, f64)>,
-    /// Sum and count of the policy's private clipped-fraction estimates.
-    private_sum: f64,
-    private_steps: u64,
-    /// Examples clipped and examples seen (the non-private diagnostic).
-    clipped: usize,
-    examples: usize,
-    /// `train.eval_gradient_error` (non-private): Σ and count of ‖Σ g_i − s̃_t‖/B in this
-    /// window, and over every step of the seed (kept across windows).
-    gradient_error_sum: f64,
-    gradient_error_steps: u64,
-    gradient_error_total: f64,
-    gradient_error_total_steps: u64,
-}
-
-impl ClipWindow {
-    fn record(&mut self, step: &crate::privacy::clip::StepRelease) {
-        self.last = Some((step.clip_norm, step.noise_std));
-        if let Some(f) = step.clipped_fraction_private {
-            self.private_sum += f;
-            self.private_steps += 1;
-        }
-        if step.clip_norm.is_some() {
-            self.clipped += step.clipped_count_nonprivate;
-            self.examples += step.batch_size_nonprivate;
-        }
-    }
-
-    fn record_gradient_error(&mut self, e: f64) {
-        self.gradient_error_sum += e;
-        self.gradient_error_steps += 1;
-        self.gradient_error_total += e;
-        self.gradient_error_total_steps += 1;
-    }
-
-    /// Start a new window; the last step's C and noise, and the seed's totals, stay.
-    fn reset(&mut self) {
-        *self = ClipWindow {
-            last: self.last,
-            gradient_error_total: self.gradient_error_total,
-            gradient_error_total_steps: self.gradient_error_total_steps,
-            ..ClipWindow::default()
-        };
     }
 }
