@@ -37,6 +37,7 @@ use crate::optim::{Optimizer, OptimizerState};
 use crate::privacy::bandmf::{self, Correlated, CorrelatedNoise};
 use crate::privacy::clip::flat::{flat_clip_weights, privatize_flat};
 use crate::privacy::mechanism::{GaussianSource, add_gaussian_noise};
+use crate::train::run::apply_release;
 
 /// Arguments of `dpx bench`.
 #[derive(Debug, clap::Args)]
@@ -318,11 +319,20 @@ impl GaussianSource for BenchNoise {
     }
 }
 
-/// The update of a step: `train`'s SGD rule (`optim::Optimizer::Sgd`, in parallel for long
-/// vectors as in a run) with η / B applied to the summed gradient.
-fn sgd_update(params: &mut Array1<f32>, sum: &Array1<f64>, batch: usize) {
+/// The update of a step: a run's own ([`crate::train::run::apply_release`]: the sum over the
+/// batch size, the finiteness check, the optimizer) with the SGD rule.
+fn sgd_update(model: &Model, params: &mut Array1<f32>, sum: Array1<f64>, batch: usize) {
     let mut state = OptimizerState::default();
-    Optimizer::Sgd.step(params, sum.view(), LEARNING_RATE / batch as f64, &mut state);
+    // A diverged step leaves the parameters as they were; the timing is the same.
+    apply_release(
+        model,
+        params,
+        sum,
+        (batch as f64, LEARNING_RATE),
+        &Optimizer::Sgd,
+        &mut state,
+        None,
+    );
 }
 
 /// Time `model`'s step on `batch` examples of `views` views each (rows = batch · views).
@@ -365,7 +375,7 @@ fn measure(
             let g = model.loss_and_gradient(params.view(), x.view(), &labels)?.1;
             g / views as f64
         };
-        sgd_update(params, &sum, batch);
+        sgd_update(model, params, sum, batch);
         Ok(())
     };
     // At least `bands` warm-up steps, so BandMF's history is full when the timing starts.
@@ -398,7 +408,7 @@ fn measure(
             let t3 = Instant::now();
             add_gaussian_noise(sum.view_mut(), NOISE_MULTIPLIER, CLIP_NORM, &mut noise)?;
             let t4 = Instant::now();
-            sgd_update(&mut params, &sum, batch);
+            sgd_update(model, &mut params, sum, batch);
             let t5 = Instant::now();
             total.forward_backward += (t1 - t0).as_secs_f64();
             total.norms += (t2 - t1).as_secs_f64();

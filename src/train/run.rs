@@ -43,7 +43,7 @@ use crate::data::sampler::{
     Sampler, ShuffleSampler,
 };
 use crate::grad::{GradError, PerSampleGradients};
-use crate::optim::{PAR_MIN_PARAMS, each_param};
+use crate::optim::{Optimizer, OptimizerState, PAR_MIN_PARAMS, each_param};
 use crate::privacy::bandmf::{Correlated, CorrelatedNoise};
 use crate::privacy::clip::{ClipError, StepContext};
 use crate::privacy::event::{DpEvent, EventLedger};
@@ -226,6 +226,38 @@ pub fn train_seed_checkpointed(
     }
     run.finish(rows, status)
         .map(|r| SeedEnd::Finished(Box::new(r)))
+}
+
+/// The update after a release, as a run makes it (and as `dpx bench` times it): the released sum
+/// over the expected batch size (never the realised one), plus the L2 penalty's gradient λθ, with
+/// frozen coordinates zeroed; then, if every coordinate is finite, the optimizer's rule at
+/// learning rate `lr` (`clean_norm_sq`: AdaGrad-norm's non-private mode, [`Optimizer::step_with_norm`]).
+/// Returns false, the parameters untouched, when a coordinate is not finite (the step diverged).
+pub fn apply_release(
+    model: &crate::model::Model,
+    params: &mut Array1<f32>,
+    mut g: Array1<f64>,
+    (expected_batch_size, lr): (f64, f64),
+    optimizer: &Optimizer,
+    state: &mut OptimizerState,
+    clean_norm_sq: Option<f64>,
+) -> bool {
+    each_param!(g.len(), Zip::from(&mut g), |v: &mut f64| *v /=
+        expected_batch_size);
+    model.add_l2_gradient(params.view(), &mut g);
+    model.mask_frozen(&mut g);
+    // Over the slice in chunks: ndarray's own `par_iter().all(..)` took 14 ms for the 669,706
+    // coordinates of an MLP on one AMD EPYC core (0.2 ms over the slice), more than the step.
+    let finite = match g.as_slice() {
+        Some(v) if v.len() >= PAR_MIN_PARAMS => v
+            .par_chunks(PAR_MIN_PARAMS)
+            .all(|c| c.iter().all(|x| x.is_finite())),
+        _ => g.iter().all(|v| v.is_finite()),
+    };
+    if finite {
+        optimizer.step_with_norm(params, g.view(), lr, state, clean_norm_sq);
+    }
+    finite
 }
 
 /// The state of one DP-SGD seed between steps: everything a step reads and writes.
@@ -558,30 +590,18 @@ impl<'a> DpSgdSeed<'a> {
             Some(_) => step.release.events,
             None => vec![DpEvent::NonPrivate],
         };
-        let mut g = step.release.sum;
         self.ledger.record(plan.step_event(t, releases));
-        let batch = plan.expected_batch_size;
-        each_param!(g.len(), Zip::from(&mut g), |v: &mut f64| *v /= batch);
-        model.add_l2_gradient(self.params.view(), &mut g);
-        model.mask_frozen(&mut g);
-        // Over the slice in chunks: ndarray's own `par_iter().all(..)` took 14 ms for the 669,706
-        // coordinates of an MLP on one AMD EPYC core (0.2 ms over the slice), more than the step.
-        let finite = match g.as_slice() {
-            Some(v) if v.len() >= PAR_MIN_PARAMS => v
-                .par_chunks(PAR_MIN_PARAMS)
-                .all(|c| c.iter().all(|x| x.is_finite())),
-            _ => g.iter().all(|v| v.is_finite()),
-        };
-        if !finite {
-            return Ok(None);
-        }
-        plan.optimizer.step_with_norm(
+        if !apply_release(
+            model,
             &mut self.params,
-            g.view(),
-            lr,
+            step.release.sum,
+            (plan.expected_batch_size, lr),
+            &plan.optimizer,
             &mut self.opt_state,
             clean_norm_sq,
-        );
+        ) {
+            return Ok(None);
+        }
         if let (Some(ema), Some(d)) = (&mut self.ema, self.exp.spec.train.ema_decay) {
             ema_update(ema, &self.params, ema_decay_at(d, t));
         }
