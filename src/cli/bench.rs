@@ -37,7 +37,7 @@ use crate::optim::{Optimizer, OptimizerState};
 use crate::privacy::bandmf::{self, Correlated, CorrelatedNoise};
 use crate::privacy::clip::flat::{flat_clip_weights, privatize_flat};
 use crate::privacy::mechanism::{GaussianSource, add_gaussian_noise};
-use crate::train::run::apply_release;
+use crate::train::update::apply_release;
 
 /// Arguments of `dpx bench`.
 #[derive(Debug, clap::Args)]
@@ -319,7 +319,7 @@ impl GaussianSource for BenchNoise {
     }
 }
 
-/// The update of a step: a run's own ([`crate::train::run::apply_release`]: the sum over the
+/// The update of a step: a run's own ([`crate::train::update::apply_release`]: the sum over the
 /// batch size, the finiteness check, the optimizer) with the SGD rule.
 fn sgd_update(model: &Model, params: &mut Array1<f32>, sum: Array1<f64>, batch: usize) {
     let mut state = OptimizerState::default();

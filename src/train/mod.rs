@@ -31,6 +31,7 @@ pub mod plan;
 pub mod prepare;
 pub mod run;
 pub mod seed;
+pub mod update;
 
 pub use seed::{Observer, SeedEnd, SeedResult, Silent};
 
