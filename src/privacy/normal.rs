@@ -556,20 +556,23 @@ mod tests {
         }
     }
 
+    /// `add_scaled_normals(v, scale, seed)` on `v = [start; n]`, on a pool of `threads`.
+    fn draw_on(threads: usize, n: usize, start: f64, scale: f64, seed: u64) -> Vec<f64> {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            let mut v = vec![start; n];
+            add_scaled_normals(&mut v, scale, &mut ChaCha12Rng::seed_from_u64(seed));
+            v
+        })
+    }
+
     #[test]
     fn same_seed_same_noise_whatever_the_thread_count() {
         let n = 3 * BLOCK + 17;
-        let draw = |threads: usize, seed: u64| {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .unwrap();
-            pool.install(|| {
-                let mut v = vec![1.0f64; n];
-                add_scaled_normals(&mut v, 2.0, &mut ChaCha12Rng::seed_from_u64(seed));
-                v
-            })
-        };
+        let draw = |threads: usize, seed: u64| draw_on(threads, n, 1.0, 2.0, seed);
         let one = draw(1, 5);
         assert_eq!(one, draw(2, 5));
         assert_eq!(one, draw(3, 5));
@@ -580,17 +583,7 @@ mod tests {
 
     #[test]
     fn a_mid_sized_output_is_two_blocks_on_any_pool() {
-        let draw = |threads: usize, n: usize| {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .unwrap();
-            pool.install(|| {
-                let mut v = vec![0.0f64; n];
-                add_scaled_normals(&mut v, 1.0, &mut ChaCha12Rng::seed_from_u64(9));
-                v
-            })
-        };
+        let draw = |threads: usize, n: usize| draw_on(threads, n, 0.0, 1.0, 9);
         assert_eq!(block_len(SPLIT_MIN - 1), BLOCK);
         assert_eq!(block_len(7850), 3928);
         assert_eq!(block_len(BLOCK), BLOCK / 2);

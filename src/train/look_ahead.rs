@@ -125,24 +125,16 @@ mod tests {
         let x = Array2::<f32>::zeros((10, 2));
         let rng = ChaCha12Rng::seed_from_u64(1);
         let poisson = Sampler::Poisson(PoissonSampler::new(10, 0.5).unwrap());
-        let one = rayon::ThreadPoolBuilder::new()
-            .num_threads(1)
-            .build()
-            .unwrap();
-        assert!(
-            one.install(|| LookAhead::new(&poisson, &rng, x.view()))
-                .is_none()
-        );
         let fixed_order = Sampler::FixedOrder(
             crate::data::sampler::FixedOrderSampler::new(10, 5, &mut rng.clone()).unwrap(),
         );
-        let two = rayon::ThreadPoolBuilder::new()
-            .num_threads(2)
-            .build()
-            .unwrap();
-        assert!(
-            two.install(|| LookAhead::new(&fixed_order, &rng, x.view()))
-                .is_none()
-        );
+        for (threads, sampler) in [(1, &poisson), (2, &fixed_order)] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let ahead = pool.install(|| LookAhead::new(sampler, &rng, x.view()));
+            assert!(ahead.is_none(), "{threads} threads, {sampler:?}");
+        }
     }
 }
