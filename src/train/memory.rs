@@ -9,7 +9,9 @@
 //! `[train.augmentation]` a step's activations hold K views of each example, and forming each
 //! example's mean gradient takes two `[P]` buffers per worker thread (no convolution cache then);
 //! with `train.ema_decay`, one more parameter vector; with `noise.mechanism = "bandmf"`, b vectors
-//! of f64 noise (the b − 1 remembered and the step's fresh draw). It is meant to catch a configuration that
+//! of f64 noise (the b − 1 remembered and the step's fresh draw); with Poisson or fixed-size
+//! batches taken as they are on a machine of two or more cores, the next step's input rows,
+//! gathered during the step (`train/look_ahead.rs`). It is meant to catch a configuration that
 //! cannot run (hundreds of GB) with a clear message, not to predict the resident size to the
 //! megabyte: small allocations (scratch buffers, the rows written) are left out.
 
@@ -155,6 +157,12 @@ pub fn estimate(exp: &Experiment, concurrent_seeds: usize) -> MemoryEstimate {
     } else {
         0
     };
+    let look_ahead = match exp.spec.train.sampler {
+        Sampler::Poisson { .. } | Sampler::FixedSize { .. } if views == 1 && workers > 1 => {
+            mul(mul(examples, d.train.num_features() as u64), 4)
+        }
+        _ => 0,
+    };
     let mut parts = vec![
         Part {
             what: "the prepared data",
@@ -203,6 +211,10 @@ pub fn estimate(exp: &Experiment, concurrent_seeds: usize) -> MemoryEstimate {
                     )
                 }),
             ),
+        },
+        Part {
+            what: "the next step's rows, gathered during the step",
+            bytes: mul(seeds, look_ahead),
         },
         Part {
             what: "one evaluation chunk",
@@ -279,6 +291,23 @@ mod tests {
         assert!(bytes >= 2 * 8 * p && bytes.is_multiple_of(8 * p), "{bytes}");
         // One shard adds nothing: its sum is the step's gradient.
         assert_eq!(shards_part(&experiment(40)), None);
+    }
+
+    #[test]
+    fn the_rows_gathered_ahead_are_counted_on_several_cores() {
+        let exp = experiment(40);
+        let part = estimate(&exp, 2)
+            .parts
+            .into_iter()
+            .find(|p| p.what.contains("gathered"))
+            .map(|p| p.bytes);
+        if std::thread::available_parallelism().map_or(1, |n| n.get()) > 1 {
+            // Two seeds, each with the largest likely Poisson batch of 8 features in f32.
+            let rows = step_batch(exp.spec.train.sampler);
+            assert_eq!(part, Some(2 * rows * 8 * 4));
+        } else {
+            assert_eq!(part, None);
+        }
     }
 
     #[test]
