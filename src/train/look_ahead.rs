@@ -18,13 +18,13 @@ use ndarray::{Array2, ArrayView2};
 use rand_chacha::ChaCha12Rng;
 
 use crate::data::gather_rows;
-use crate::data::sampler::{PoissonSampler, Sampler};
+use crate::data::sampler::{FixedSizeSampler, PoissonSampler, Sampler};
 
 /// A sampler whose draw depends on the stream only (no state of its own).
 #[derive(Debug, Clone)]
 enum Stateless {
     Poisson(PoissonSampler),
-    FixedSize(crate::data::sampler::FixedSizeSampler),
+    FixedSize(FixedSizeSampler),
 }
 
 impl Stateless {
@@ -89,7 +89,6 @@ impl<'a> LookAhead<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::data::sampler::FixedSizeSampler;
     use rand::SeedableRng;
 
     #[test]
