@@ -215,11 +215,12 @@ pub(crate) fn scale_rows(
 ) -> Option<Array2<f32>> {
     let w = weights?;
     if delta.len() < PAR_MIN_OUTPUTS {
-        // Small (a logistic regression's `[256, 10]`): a copy, then the products on the pool.
+        // Small (a logistic regression's `[256, 10]`): a copy, then the products, on this thread
+        // (a hand-off to the pool cost more than the 2,560 products: 7.7 against 3.1 µs on two
+        // AMD EPYC cores).
         let mut out = delta.to_owned();
         out.axis_chunks_iter_mut(Axis(0), rows_per_example)
-            .into_par_iter()
-            .zip(w.par_iter())
+            .zip(w)
             .for_each(|(mut block, &wi)| block.mapv_inplace(|v| v * wi));
         return Some(out);
     }

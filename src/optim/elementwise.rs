@@ -46,6 +46,23 @@ macro_rules! dispatch {
     }};
 }
 
+/// Shortest pass cut into two halves (below [`PAR_MIN_PARAMS`]), so that a second core shares it:
+/// a logistic regression's 7,850 parameters take about 4 µs on one core, on which the pool's other
+/// worker would otherwise wait.
+pub(crate) const SPLIT_MIN: usize = 1 << 12;
+
+/// The elements per task of a pass over `n`: [`PAR_MIN_PARAMS`] from there on, two halves from
+/// [`SPLIT_MIN`], else all of them (one task, on this thread).
+fn chunk_len(n: usize) -> usize {
+    if n >= PAR_MIN_PARAMS {
+        PAR_MIN_PARAMS
+    } else if n >= SPLIT_MIN {
+        n.div_ceil(2)
+    } else {
+        n.max(1)
+    }
+}
+
 /// `f(a_i)` for every i, and whether it returned true for all.
 pub(crate) fn all_map(a: &mut [f64], f: impl Fn(&mut f64) -> bool + Sync + Send + Copy) -> bool {
     #[inline(always)]
@@ -57,8 +74,9 @@ pub(crate) fn all_map(a: &mut [f64], f: impl Fn(&mut f64) -> bool + Sync + Send 
     unsafe fn wide_run(a: &mut [f64], f: impl Fn(&mut f64) -> bool) -> bool {
         run(a, f)
     }
-    if a.len() >= PAR_MIN_PARAMS {
-        a.par_chunks_mut(PAR_MIN_PARAMS)
+    let chunk = chunk_len(a.len());
+    if chunk < a.len() {
+        a.par_chunks_mut(chunk)
             .map(|c| dispatch!(run, wide_run(c, f)))
             .reduce(|| true, |x, y| x & y)
     } else {
@@ -82,9 +100,10 @@ pub(crate) fn each2<A: Send, B: Sync>(a: &mut [A], b: &[B], f: impl Fn(&mut A, &
     unsafe fn wide_run<A, B>(a: &mut [A], b: &[B], f: impl Fn(&mut A, &B)) {
         run(a, b, f)
     }
-    if a.len() >= PAR_MIN_PARAMS {
-        a.par_chunks_mut(PAR_MIN_PARAMS)
-            .zip(b.par_chunks(PAR_MIN_PARAMS))
+    let chunk = chunk_len(a.len());
+    if chunk < a.len() {
+        a.par_chunks_mut(chunk)
+            .zip(b.par_chunks(chunk))
             .for_each(|(a, b)| dispatch!(run, wide_run(a, b, f)));
     } else {
         dispatch!(run, wide_run(a, b, f))
@@ -114,10 +133,11 @@ pub(crate) fn each3<A: Send, B: Sync, C: Send>(
     unsafe fn wide_run<A, B, C>(a: &mut [A], b: &[B], c: &mut [C], f: impl Fn(&mut A, &B, &mut C)) {
         run(a, b, c, f)
     }
-    if a.len() >= PAR_MIN_PARAMS {
-        a.par_chunks_mut(PAR_MIN_PARAMS)
-            .zip(b.par_chunks(PAR_MIN_PARAMS))
-            .zip(c.par_chunks_mut(PAR_MIN_PARAMS))
+    let chunk = chunk_len(a.len());
+    if chunk < a.len() {
+        a.par_chunks_mut(chunk)
+            .zip(b.par_chunks(chunk))
+            .zip(c.par_chunks_mut(chunk))
             .for_each(|((a, b), c)| dispatch!(run, wide_run(a, b, c, f)));
     } else {
         dispatch!(run, wide_run(a, b, c, f))
@@ -160,11 +180,12 @@ pub(crate) fn each4<A: Send, B: Sync, C: Send, D: Send>(
     ) {
         run(a, b, c, d, f)
     }
-    if a.len() >= PAR_MIN_PARAMS {
-        a.par_chunks_mut(PAR_MIN_PARAMS)
-            .zip(b.par_chunks(PAR_MIN_PARAMS))
-            .zip(c.par_chunks_mut(PAR_MIN_PARAMS))
-            .zip(d.par_chunks_mut(PAR_MIN_PARAMS))
+    let chunk = chunk_len(a.len());
+    if chunk < a.len() {
+        a.par_chunks_mut(chunk)
+            .zip(b.par_chunks(chunk))
+            .zip(c.par_chunks_mut(chunk))
+            .zip(d.par_chunks_mut(chunk))
             .for_each(|(((a, b), c), d)| dispatch!(run, wide_run(a, b, c, d, f)));
     } else {
         dispatch!(run, wide_run(a, b, c, d, f))

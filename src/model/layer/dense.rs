@@ -159,6 +159,10 @@ impl Layer for Dense {
     }
 }
 
+/// Examples per task of the norm pass (each example's norms are computed alone, so the results do
+/// not depend on it): finer tasks cost more to hand out than a row's two sums of squares.
+const NORM_ROWS_PER_TASK: usize = 16;
+
 /// `input`: `[B, inputs]`; `delta`: `[B, units]`.
 struct DenseGradients<'a> {
     input: CowArray<'a, f32, Ix2>,
@@ -178,6 +182,7 @@ impl LayerGradients for DenseGradients<'_> {
             .axis_iter(Axis(0))
             .into_par_iter()
             .zip(self.delta.axis_iter(Axis(0)).into_par_iter())
+            .with_min_len(NORM_ROWS_PER_TASK)
             .map(|(a, d)| {
                 let sa = a
                     .as_slice()
