@@ -3,8 +3,9 @@
 //! finiteness check (`train::update`).
 //!
 //! Part of the optimizer room. Each pass runs over contiguous slices, in chunks of
-//! [`PAR_MIN_PARAMS`] on the rayon pool from [`PAR_MIN_PARAMS`] elements on (on this thread
-//! below), and each chunk is compiled for AVX-512 where the CPU has it. The wide code performs
+//! [`PAR_MIN_PARAMS`] on the rayon pool from [`PAR_MIN_PARAMS`] elements on, in two halves from
+//! [`SPLIT_MIN`] (on this thread below), and each chunk is compiled for AVX-512 where the CPU has
+//! it. The wide code performs
 //! the same operations in the same order on every element as the portable one: Rust never fuses a
 //! multiply and an add, and IEEE division, square root and f64 → f32 conversion round the same in
 //! any register width. So the bits depend neither on the CPU nor on the thread count (tested).
@@ -218,7 +219,7 @@ mod tests {
     /// threads, below and above the parallel threshold.
     #[test]
     fn every_pass_gives_the_serial_loops_bits() {
-        for n in [5, 1000, PAR_MIN_PARAMS + 1234] {
+        for n in [5, 1000, SPLIT_MIN + 3, PAR_MIN_PARAMS + 1234] {
             let g = values(n, 1);
             let p0: Vec<f32> = values(n, 2).iter().map(|&v| v as f32).collect();
             let m0 = values(n, 3);
@@ -289,7 +290,7 @@ mod tests {
 
     #[test]
     fn all_map_finds_one_non_finite_value_anywhere() {
-        for n in [7, PAR_MIN_PARAMS * 2 + 5] {
+        for n in [7, SPLIT_MIN * 3, PAR_MIN_PARAMS * 2 + 5] {
             for at in [0, n / 2, n - 1] {
                 let mut a = vec![1.0; n];
                 a[at] = f64::MAX;
