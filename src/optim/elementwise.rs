@@ -5,10 +5,10 @@
 //! Part of the optimizer room. Each pass runs over contiguous slices, in chunks of
 //! [`PAR_MIN_PARAMS`] on the rayon pool from [`PAR_MIN_PARAMS`] elements on, in two halves from
 //! [`SPLIT_MIN`] (on this thread below), and each chunk is compiled for AVX-512 where the CPU has
-//! it. The wide code performs
-//! the same operations in the same order on every element as the portable one: Rust never fuses a
-//! multiply and an add, and IEEE division, square root and f64 → f32 conversion round the same in
-//! any register width. So the bits depend neither on the CPU nor on the thread count (tested).
+//! it. The wide code performs the same operations in the same order on every element as the
+//! portable one: Rust never fuses a multiply and an add, and IEEE division, square root and
+//! f64 → f32 conversion round the same in any register width. So the bits depend neither on the
+//! CPU nor on the thread count (tested).
 //!
 //! Why: the build targets the x86-64 baseline, whose vectors hold two f64. Measured on one AMD
 //! EPYC core (2026-11-29, mlp_mnist's 669,706 parameters): the update of a step (division,
