@@ -26,6 +26,8 @@ pub struct DataArgs {
 #[derive(Debug, clap::Subcommand)]
 pub enum DataCommand {
     /// Download a standard dataset into <data-dir>/<name>, verifying MD5 checksums.
+    // The doc comment is the `--help` text, where the angle brackets are meant literally.
+    #[allow(rustdoc::invalid_html_tags)]
     Fetch(FetchArgs),
 }
 
@@ -58,6 +60,7 @@ pub struct FetchArgs {
     #[arg(value_enum)]
     pub name: FetchName,
     /// The data directory; files go into <data-dir>/<name>.
+    #[allow(rustdoc::invalid_html_tags)]
     #[arg(long, env = DATA_DIR_ENV, default_value = DEFAULT_DATA_DIR, value_parser = super::parse_data_dir)]
     pub data_dir: PathBuf,
     /// Download every file from this base URL instead of the canonical ones.

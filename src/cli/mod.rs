@@ -203,6 +203,8 @@ pub enum Command {
     /// Empirical privacy audit by canaries: a lower bound on epsilon next to the accountant's.
     Audit(audit::AuditArgs),
     /// Score a saved model (seeds/<seed>.model.safetensors) on a config's test set.
+    // The doc comment is the `--help` text, where the angle brackets are meant literally.
+    #[allow(rustdoc::invalid_html_tags)]
     Eval(eval::EvalArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(shell::CompletionsArgs),

@@ -32,7 +32,7 @@ pub enum DatasetName {
     GaussianMixture,
     /// Synthetic: the separable two-cluster set of the dynamic-noise paper (D = 100, distance 10).
     TwoCluster,
-    /// Synthetic: the logistic set of the accelerated-methods paper (u ~ U[0,1]^d, z = sign(u·w)).
+    /// Synthetic: the logistic set of the accelerated-methods paper (u ~ U\[0,1\]^d, z = sign(u·w)).
     LogisticSynthetic,
 }
 

@@ -322,7 +322,7 @@ pub fn read_mat(bytes: &[u8], wanted: &[&str]) -> Result<Vec<MatArray>, DataErro
     Ok(out)
 }
 
-/// [`read_mat`] on everything `reader` yields (at most [`MAX_FILE_BYTES`]).
+/// [`read_mat`] on everything `reader` yields (at most `MAX_FILE_BYTES`).
 pub fn read_mat_reader<R: Read>(reader: R, wanted: &[&str]) -> Result<Vec<MatArray>, DataError> {
     read_mat(&read_capped(reader, 0, "MAT-file size in bytes")?, wanted)
 }

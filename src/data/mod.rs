@@ -79,7 +79,7 @@ impl Dataset {
 const GATHER_PAR_MIN_ELEMENTS: usize = 1 << 16;
 
 /// Rows `indices` of `features`, in that order: `[indices.len(), d]`, each row copied whole
-/// (rows on the current rayon pool from [`GATHER_PAR_MIN_ELEMENTS`] elements). The same values
+/// (rows on the current rayon pool from `GATHER_PAR_MIN_ELEMENTS` elements). The same values
 /// as ndarray's `select(Axis(0), indices)`, which walks element by element: measured on two AMD
 /// EPYC cores (2026-11-29), `select` took about 140 µs for a batch of 256 MNIST rows, a third of
 /// a `logreg_mnist`-sized training step, with the pool's other worker idle and falling asleep.

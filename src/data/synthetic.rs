@@ -4,7 +4,7 @@
 //!   in differential private learning" (Sec. 5, "Synthetic data"): D = 100, two clusters whose
 //!   centres are opposite vertices of a hypercube at Euclidean distance 10, N = 1000.
 //! - [`UniformLogistic`]: the regularised-logistic set of Kuru et al., "Differentially Private
-//!   Accelerated Optimization Algorithms" (Sec. 5 and the authors' code): u ~ U[0,1]^d,
+//!   Accelerated Optimization Algorithms" (Sec. 5 and the authors' code): u ~ U\[0,1\]^d,
 //!   w ~ N(0, I_d), z = sign(u·w), rows rescaled to ‖u‖₁ ≤ 20; n = 1e5, d = 20.
 //! - [`GaussianMixture`]: k classes with orthogonal means, for a quickstart that trains well
 //!   above chance in seconds.

@@ -158,7 +158,7 @@ impl BinaryLogistic {
             .collect()
     }
 
-    /// Σ_k w_k u_{rows[k]}: the weighted sum of the examples' features, in row order.
+    /// Σ_k w_k u_{rows\[k\]}: the weighted sum of the examples' features, in row order.
     ///
     /// # Shapes
     /// `rows` and `weights` have the same length; the result has length d.

@@ -463,7 +463,7 @@ pub fn activate(f: Activation, x: &mut Array2<f32>) {
 }
 
 /// Multiply `d` in place by the activation's derivative, written in terms of its output `y`:
-/// relu' = [y > 0], tanh' = 1 − y², sigmoid' = y (1 − y).
+/// relu' = \[y > 0\], tanh' = 1 − y², sigmoid' = y (1 − y).
 pub fn activation_backward(f: Activation, y: ArrayView2<'_, f32>, d: &mut Array2<f32>) {
     match f {
         Activation::Relu => zip_inplace(d, y, |d, y| if y > 0.0 { d } else { 0.0 }),

@@ -1,5 +1,5 @@
 //! Matrix products for the model room: `C = A·B + β·C` on f32 views, on the calling thread
-//! ([`gemm_serial`]) or shared out on the current rayon pool ([`gemm`]), the product into
+//! ([`gemm_serial`]) or shared out on the current rayon pool ([`gemm()`]), the product into
 //! uninitialised memory ([`gemm_serial_uninit`]) for outputs that are written whole (no memset of
 //! arrays that are overwritten at once), and a cache-blocked transpose ([`transposed`]) for
 //! right-hand sides the backend would otherwise pack on one thread.
@@ -16,7 +16,7 @@
 //! multiply-adds whatever the pool size (tested here and in `tests/per_sample.rs`). The blocking
 //! does depend on the whole product's shape, which is why callers never split a product
 //! themselves by thread count. The one cut made here, of narrow products into bands of rows whose
-//! count follows the shape alone ([`split`]), is the same on every pool.
+//! count follows the shape alone (`split`), is the same on every pool.
 
 use std::mem::MaybeUninit;
 
@@ -205,7 +205,7 @@ pub fn gemm_serial(
     product(a, b, beta, c, false);
 }
 
-/// `c ← a·b + beta·c` on the current rayon pool: narrow products in bands of rows ([`split`]),
+/// `c ← a·b + beta·c` on the current rayon pool: narrow products in bands of rows (`split`),
 /// the rest with the backend's own parallel loops.
 ///
 /// # Shapes
@@ -228,7 +228,7 @@ pub fn gemm_serial_uninit<'c>(
 }
 
 /// [`gemm_serial_uninit`] with the backend's own parallel loops on the current rayon pool (as
-/// [`gemm`]).
+/// [`gemm()`]).
 pub fn gemm_uninit<'c>(
     a: ArrayView2<'_, f32>,
     b: ArrayView2<'_, f32>,

@@ -12,8 +12,8 @@
 //!   the input channels as their inner dimension);
 //! - Y = Aᵀ M A gives the 2×2 outputs, plus the bias.
 //!
-//! with Bᵀ = [[1,0,−1,0],[0,1,1,0],[0,−1,1,0],[0,1,0,−1]], G = [[1,0,0],[½,½,½],[½,−½,½],[0,0,1]],
-//! Aᵀ = [[1,1,1,0],[0,1,−1,−1]] (cross-correlation, as PyTorch's `Conv2d`). In f32 the result
+//! with Bᵀ = \[\[1,0,−1,0\],\[0,1,1,0\],\[0,−1,1,0\],\[0,1,0,−1\]\], G = \[\[1,0,0\],\[½,½,½\],\[½,−½,½\],\[0,0,1\]\],
+//! Aᵀ = \[\[1,1,1,0\],\[0,1,−1,−1\]\] (cross-correlation, as PyTorch's `Conv2d`). In f32 the result
 //! differs from the direct sum by rounding only (a few ulps of the larger terms; tested against
 //! im2col). Work is cut into chunks of examples that depend only on the layer's shape, so results
 //! do not depend on the thread count.

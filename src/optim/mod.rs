@@ -6,7 +6,7 @@
 //! Rules are immutable values and state is explicit (after burn's `Optimizer::step`): the same
 //! rule can drive several seeds, and `lr` arrives per step from a schedule in [`lr`].
 //!
-//! Every rule is element-wise ([`elementwise`]): from [`PAR_MIN_PARAMS`] parameters on, the
+//! Every rule is element-wise (`elementwise.rs`): from [`PAR_MIN_PARAMS`] parameters on, the
 //! update runs on the rayon pool, each chunk compiled for AVX-512 where the CPU has it (each
 //! element computed alone, by the same operations, so the bits depend neither on the thread count
 //! nor on the CPU); AdaGrad-norm's ‖g‖² stays one serial sum in index order.

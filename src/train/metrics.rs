@@ -1,5 +1,5 @@
 //! The rows a run writes: one [`MetricsRow`] per evaluation per seed (`metrics.csv`) and one
-//! [`SummaryRow`] per seed (`summary.csv`), and the [`ClipWindow`] a DP-SGD seed accumulates
+//! [`SummaryRow`] per seed (`summary.csv`), and the `ClipWindow` a DP-SGD seed accumulates
 //! between two rows (what its clipping policy did).
 //!
 //! Column names are the DP vocabulary used in the TOML and in the code. Empty cells mean "not

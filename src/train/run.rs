@@ -15,9 +15,9 @@
 //! ledger.record(sampling(release.events))
 //! ```
 //!
-//! The loop reads as its phases: [`DpSgdSeed::set_up`] (parameters, optimizer and clipping
-//! state, sampler, the seed's streams), [`DpSgdSeed::step`] (one private step, above),
-//! [`DpSgdSeed::evaluate`] (one metrics row) and [`DpSgdSeed::finish`] (the summary). Streams
+//! The loop reads as its phases: `DpSgdSeed::set_up` (parameters, optimizer and clipping
+//! state, sampler, the seed's streams), `DpSgdSeed::step` (one private step, above),
+//! `DpSgdSeed::evaluate` (one metrics row) and `DpSgdSeed::finish` (the summary). Streams
 //! and the noise source are in `seed.rs`.
 
 use std::sync::atomic::{AtomicBool, Ordering};

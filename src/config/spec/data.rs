@@ -184,7 +184,7 @@ pub enum SyntheticSpec {
         separation: f64,
         seed: u64,
     },
-    /// u ~ U[0,1]^d, w ~ N(0, I), label sign(u·w) (accelerated-methods paper, §5: n = 1e5, d = 20).
+    /// u ~ U\[0,1\]^d, w ~ N(0, I), label sign(u·w) (accelerated-methods paper, §5: n = 1e5, d = 20).
     LogisticSynthetic {
         n_train: usize,
         n_test: usize,

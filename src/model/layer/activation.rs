@@ -1,6 +1,6 @@
 //! Element-wise activation layers (room: `model`).
 //!
-//! The backward pass needs only the layer's output (relu' = [y > 0], tanh' = 1 − y²,
+//! The backward pass needs only the layer's output (relu' = \[y > 0\], tanh' = 1 − y²,
 //! sigmoid' = y (1 − y)), so the forward pass may run in place on its input when nothing else
 //! needs that input. Kernels in [`crate::model::kernels`].
 

@@ -19,11 +19,11 @@
 //! (pitfall 2).
 //!
 //! - **P** (percentile, Alg. 3): C_{t+1} is the midpoint of the first bin where the cumulative
-//!   noisy count reaches p·S' (S' = Σ_k H̃[k]; p the fraction left unclipped), R_{t+1} = 2C_{t+1}.
+//!   noisy count reaches p·S' (S' = Σ_k H̃\[k\]; p the fraction left unclipped), R_{t+1} = 2C_{t+1}.
 //! - **E** (expected error, Eq. 4, Alg. 4): C_{t+1} minimises
-//!   Ê(C) = σ_T² C² d / B² + (1/S') Σ_k H̃[k] max(m_k − C, 0)² over {0.1c, …, 2.0c}, re-centring c
+//!   Ê(C) = σ_T² C² d / B² + (1/S') Σ_k H̃\[k\] max(m_k − C, 0)² over {0.1c, …, 2.0c}, re-centring c
 //!   while the minimum is on the boundary (at most [`MAX_RECENTRE`] times: noisy counts can keep
-//!   it moving, pitfall 6); R doubles when H̃[b−1] ≥ S'/2, halves when Σ_{k ≥ b/2} H̃[k] ≤ S'/b.
+//!   it moving, pitfall 6); R doubles when H̃\[b−1\] ≥ S'/2, halves when Σ_{k ≥ b/2} H̃\[k\] ≤ S'/b.
 //!   d is the number of trainable parameters, B the expected batch size (pitfall 4).
 //! - S' ≤ 0 (noise can make it so) keeps C_t and R_t (pitfall 6).
 
@@ -130,7 +130,7 @@ pub fn percentile_threshold(h: &Array1<f64>, range: f64, percentile: f64) -> f64
     c
 }
 
-/// Ê(C) = σ_T² C² d / B² + (1/S') Σ_k H̃[k]·max(m_k − C, 0)² (Eq. 4).
+/// Ê(C) = σ_T² C² d / B² + (1/S') Σ_k H̃\[k\]·max(m_k − C, 0)² (Eq. 4).
 pub fn estimated_error(
     h: &Array1<f64>,
     range: f64,

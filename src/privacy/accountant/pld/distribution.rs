@@ -332,7 +332,7 @@ fn grid(loss: &AdditiveNoiseLoss, interval: f64) -> Result<(i64, usize), Account
 }
 
 /// The bound on (mass × width) of each gap between two chosen points of a sparse
-/// hockey-stick curve ([`sparse_hockey_stick_curve`]).
+/// hockey-stick curve (`sparse_hockey_stick_curve`).
 pub const SPARSE_GAP_ERROR: f64 = 1e-15;
 
 /// A hockey-stick curve at chosen points of a grid: δ at `offsets` of `lower..lower + n`.

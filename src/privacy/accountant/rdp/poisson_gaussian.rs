@@ -212,7 +212,7 @@ pub(super) const NEGLIGIBLE: f64 = 1e-20;
 /// |C(α,i)| = (|sin πα|/π)·∫₀¹ x^{i−α−1}(1−x)^α dx, and R(t) = ∫₀^∞ e^{−ts − s²/2} ds makes each
 /// R(t_m + (i − m)/σ) a moment sequence in x = e^{−s/σ}; products and sums of moment sequences
 /// are moment sequences. So unless the terms converge directly first, the tail is summed from its
-/// first n ≤ 22 terms by the Cohen–Rodriguez Villegas–Zagier acceleration ([`alternating_sum`]),
+/// first n ≤ 22 terms by the Cohen–Rodriguez Villegas–Zagier acceleration (`alternating_sum`),
 /// whose error is at most 2·(3 + √8)^{−n} of the tail, hence of its first term; n is the smallest
 /// that keeps this below 1e-17 of the partial sum before the tail. Falls back to the reference if a term
 /// overflows (orders in the thousands).
