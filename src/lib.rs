@@ -14,6 +14,7 @@
 pub mod audit;
 pub mod cli;
 pub mod config;
+pub(crate) mod cpu;
 pub mod data;
 pub mod eigen;
 pub mod grad;

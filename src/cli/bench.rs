@@ -489,10 +489,10 @@ fn describe_cpuinfo(text: &str) -> Option<String> {
 fn vector_extension() -> &'static str {
     #[cfg(target_arch = "x86_64")]
     {
-        if crate::model::kernels::avx512_available() {
+        if crate::cpu::avx512_available() {
             return "AVX-512F";
         }
-        if std::arch::is_x86_feature_detected!("avx2") {
+        if crate::cpu::avx2_available() {
             return "AVX2";
         }
         "SSE2"

@@ -476,22 +476,6 @@ pub fn activation_backward(f: Activation, y: ArrayView2<'_, f32>, d: &mut Array2
 /// result does not depend on it either, each element being computed alone).
 const ELEMENTWISE_CHUNK: usize = 1 << 14;
 
-/// Whether this CPU has AVX-512F (detected once). Kernels compiled for it perform the same
-/// operations in the same order as their portable form (Rust never fuses a multiply and an add),
-/// so results do not depend on the CPU.
-#[cfg(target_arch = "x86_64")]
-pub(crate) fn avx512_available() -> bool {
-    static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *HAS.get_or_init(|| std::arch::is_x86_feature_detected!("avx512f"))
-}
-
-/// Whether this CPU has AVX (detected once); for kernels that only move data.
-#[cfg(target_arch = "x86_64")]
-pub(crate) fn avx_available() -> bool {
-    static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *HAS.get_or_init(|| std::arch::is_x86_feature_detected!("avx"))
-}
-
 /// `x[i] ← op(x[i])`, over contiguous chunks in parallel, vectorised for the widest registers the
 /// CPU has.
 fn map_inplace(x: &mut Array2<f32>, op: impl Fn(f32) -> f32 + Send + Sync + Copy) {
@@ -510,7 +494,7 @@ fn map_inplace(x: &mut Array2<f32>, op: impl Fn(f32) -> f32 + Send + Sync + Copy
     };
     v.par_chunks_mut(ELEMENTWISE_CHUNK).for_each(|c| {
         #[cfg(target_arch = "x86_64")]
-        if avx512_available() {
+        if crate::cpu::avx512_available() {
             // SAFETY: the CPU supports AVX-512F (checked just above).
             unsafe { run_avx512(c, op) };
             return;
@@ -543,7 +527,7 @@ fn zip_inplace(
         .zip(yv.par_chunks(ELEMENTWISE_CHUNK))
         .for_each(|(dc, yc)| {
             #[cfg(target_arch = "x86_64")]
-            if avx512_available() {
+            if crate::cpu::avx512_available() {
                 // SAFETY: the CPU supports AVX-512F (checked just above).
                 unsafe { run_avx512(dc, yc, op) };
                 return;

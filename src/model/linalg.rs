@@ -61,7 +61,7 @@ fn transpose_rows(src: &[f32], (m, n): (usize, usize), j0: usize, block: &mut [M
     let rows = block.len() / m;
     assert!(src.len() == m * n && j0 + rows <= n && block.len() == rows * m);
     #[cfg(target_arch = "x86_64")]
-    if crate::model::kernels::avx_available() {
+    if crate::cpu::avx_available() {
         // SAFETY: the CPU supports AVX (checked just above); the bounds are asserted above.
         unsafe { transpose_rows_avx(src, (m, n), j0, block) };
         return;

@@ -14,7 +14,7 @@ use ndarray::{Array1, Array2, ArrayView2, Axis};
 use rayon::prelude::*;
 
 #[cfg(target_arch = "x86_64")]
-use super::kernels::avx512_available;
+use crate::cpu::avx512_available;
 
 /// Fewest elements (`[B, units]`) of a layer's output or delta for which its row passes run on the
 /// pool: the row scaling of the clipped sum here, and a dense layer's bias rows and bias sum. Below

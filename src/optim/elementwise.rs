@@ -19,13 +19,6 @@ use rayon::prelude::*;
 
 use super::PAR_MIN_PARAMS;
 
-/// Whether this CPU has AVX-512F (detected once).
-#[cfg(target_arch = "x86_64")]
-fn wide() -> bool {
-    static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *HAS.get_or_init(|| std::arch::is_x86_feature_detected!("avx512f"))
-}
-
 /// Calls `$run` on one chunk, or `$wide`, the same generic function compiled for AVX-512F, where
 /// the CPU has it. `$run` is `#[inline(always)]`, so its body and the caller's closure are compiled
 /// inside `$wide`.
@@ -33,7 +26,7 @@ macro_rules! dispatch {
     ($run:ident, $wide:ident ( $($arg:expr),* )) => {{
         #[cfg(target_arch = "x86_64")]
         {
-            if wide() {
+            if crate::cpu::avx512_available() {
                 // SAFETY: the CPU supports AVX-512F (checked just above).
                 unsafe { $wide($($arg),*) }
             } else {

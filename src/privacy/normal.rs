@@ -239,12 +239,12 @@ fn block_len(len: usize) -> usize {
 fn add_block(chunk: &mut [f64], scale: f64, lanes: &mut [Xoshiro256PlusPlus; LANES]) {
     #[cfg(target_arch = "x86_64")]
     {
-        if avx512_available() {
+        if crate::cpu::avx512vl_available() {
             // SAFETY: the CPU supports AVX2, AVX-512F and AVX-512VL (checked just above).
             unsafe { add_block_avx512(chunk, scale, lanes) };
             return;
         }
-        if avx2_available() {
+        if crate::cpu::avx2_available() {
             // SAFETY: the CPU supports AVX2 (checked at run time just above).
             unsafe { add_block_avx2(chunk, scale, lanes) };
             return;
@@ -264,24 +264,6 @@ fn add_block_scalar(chunk: &mut [f64], scale: f64, lanes: &mut [Xoshiro256PlusPl
     for (v, g) in groups.into_remainder().iter_mut().zip(lanes.iter_mut()) {
         *v += scale * g.standard_normal();
     }
-}
-
-/// Whether this CPU has AVX2, AVX-512F and AVX-512VL (detected once).
-#[cfg(target_arch = "x86_64")]
-fn avx512_available() -> bool {
-    static HAS: OnceLock<bool> = OnceLock::new();
-    *HAS.get_or_init(|| {
-        std::arch::is_x86_feature_detected!("avx2")
-            && std::arch::is_x86_feature_detected!("avx512f")
-            && std::arch::is_x86_feature_detected!("avx512vl")
-    })
-}
-
-/// Whether this CPU has AVX2 (detected once).
-#[cfg(target_arch = "x86_64")]
-fn avx2_available() -> bool {
-    static HAS: OnceLock<bool> = OnceLock::new();
-    *HAS.get_or_init(|| std::arch::is_x86_feature_detected!("avx2"))
 }
 
 /// [`add_block_scalar`] with the four lanes' generators in 256-bit registers (word w of lane l in
@@ -534,11 +516,11 @@ mod tests {
             let mut paths: Vec<(&str, Path)> = vec![("dispatch", add_block)];
             #[cfg(target_arch = "x86_64")]
             {
-                if avx2_available() {
+                if crate::cpu::avx2_available() {
                     // SAFETY (of the call below): AVX2 was detected.
                     paths.push(("avx2", |c, s, l| unsafe { add_block_avx2(c, s, l) }));
                 }
-                if avx512_available() {
+                if crate::cpu::avx512vl_available() {
                     // SAFETY (of the call below): AVX2, AVX-512F and AVX-512VL were detected.
                     paths.push(("avx512", |c, s, l| unsafe { add_block_avx512(c, s, l) }));
                 }

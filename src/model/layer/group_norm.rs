@@ -225,7 +225,7 @@ macro_rules! widest {
                 kernel($($arg),*)
             }
             #[cfg(target_arch = "x86_64")]
-            if crate::model::kernels::avx512_available() {
+            if crate::cpu::avx512_available() {
                 // SAFETY: the CPU supports AVX-512F (checked just above).
                 unsafe { wide($($arg),*) };
                 return;
